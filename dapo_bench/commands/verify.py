@@ -1,0 +1,77 @@
+"""``dapo-bench verify --verifier NAME FILE.jsonl``: score predictions with any verifier.
+
+Reads one JSON object a line (prediction and gold fields, names per verifier or flags), writes
+one JSON line per input, in order, to stdout or ``--out``, and a summary table on stderr.
+The output file is written atomically at the end: an interrupted run leaves no partial file.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("verify")
+    def verify_cmd(
+        file: Path = typer.Argument(..., help="JSONL input, one object a line"),
+        verifier: str = typer.Option("math", "--verifier", "-v", help="a registered verifier"),
+        prediction_field: Optional[str] = typer.Option(
+            None, help="field holding the prediction (default: 'prediction'; code: 'program')"
+        ),
+        gold_field: Optional[str] = typer.Option(
+            None, help="field holding the gold answer (default: 'gold'; code: 'tests')"
+        ),
+        out: Optional[Path] = typer.Option(None, "--out", "-o", help="write JSONL here"),
+        timeout: Optional[float] = typer.Option(None, help="seconds per item (verifier's default)"),
+        workers: Optional[int] = typer.Option(None, help="worker processes (default: all cores)"),
+    ) -> None:
+        """Verify predictions against gold answers (math) or tests (code)."""
+        from dapo_bench.errors import UserError
+        from dapo_bench.io import atomic_write_jsonl, read_jsonl
+        from dapo_bench.verifiers.base import VERIFIERS
+
+        cls = VERIFIERS.get(verifier)
+        pf, gf = prediction_field or cls.fields[0], gold_field or cls.fields[1]
+        rows = read_jsonl(file)
+        preds, golds = [], []
+        for i, row in enumerate(rows, 1):
+            for f in (pf, gf):
+                if f not in row:
+                    raise UserError(f"{file}:{i}: field {f!r} missing")
+            preds.append(row[pf])
+            golds.append(row[gf])
+        opts = {k: v for k, v in (("timeout", timeout), ("workers", workers)) if v is not None}
+        v = cls(**opts)
+        t0 = time.perf_counter()
+        try:
+            verdicts = v.verify_batch(preds, golds)
+        finally:
+            v.close()
+        wall = time.perf_counter() - t0
+        out_rows = [{"index": i, **vd.to_dict()} for i, vd in enumerate(verdicts)]
+        if out is not None:
+            atomic_write_jsonl(out, out_rows)
+        else:
+            for r in out_rows:
+                sys.stdout.write(json.dumps(r, ensure_ascii=False) + "\n")
+        _summary(verifier, verdicts, wall)
+
+    def _summary(name: str, verdicts: list, wall: float) -> None:
+        from rich.console import Console
+        from rich.table import Table
+
+        n = len(verdicts)
+        passed = sum(v.passed for v in verdicts)
+        table = Table(title=f"{name} verifier: {passed}/{n} passed in {wall:.2f}s")
+        table.add_column("reason")
+        table.add_column("count", justify="right")
+        for reason, c in Counter(v.reason for v in verdicts).most_common():
+            table.add_row(reason, str(c))
+        Console(stderr=True).print(table)

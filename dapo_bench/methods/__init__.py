@@ -1,0 +1,19 @@
+"""Training methods, one file each, registered by name in ``METHODS``.
+
+``dapo`` is DAPO, Direct Advantage Policy Optimization (Liu et al., arXiv 2412.18279):
+offline and step-level. It is NOT ByteDance's "DAPO" (decoupled clip, arXiv 2503.14476).
+"""
+
+from dapo_bench.registry import Registry
+
+METHODS: Registry = Registry(
+    "method",
+    modules=[
+        "dapo_bench.methods.dapo",
+        "dapo_bench.methods.sft",
+        "dapo_bench.methods.rft",
+        "dapo_bench.methods.dpo",
+        "dapo_bench.methods.grpo",
+        "dapo_bench.methods.ppo",
+    ],
+)

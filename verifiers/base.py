@@ -1,0 +1,56 @@
+"""The verdict type and the verifier registry (the plug-point for new verifiers).
+
+A verifier is registered under a name with a class exposing::
+
+    name: str; version: str
+    fields: tuple[str, str]        # default JSONL fields for `dapo-bench verify`: (prediction, gold)
+    def __init__(self, **options)  # e.g. timeout, mode; unknown options raise UserError
+    def verify(self, prediction, gold) -> Verdict
+    def verify_batch(self, predictions, golds) -> list[Verdict]   # in order; may use a pool
+    def close(self) -> None        # release workers
+
+``Verdict.reason`` vocabulary: "ok" (passed), "wrong_answer", "no_answer", "timeout",
+"too_large", "parse_error", "sandbox_error", and the code verifier's per-test statuses
+("runtime_error", "time_limit", "memory_limit", "output_limit").
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Protocol
+
+from dapo_bench.registry import Registry
+
+
+@dataclass(frozen=True)
+class Verdict:
+    passed: bool
+    reason: str
+    extracted: str | None = None  # the extracted answer (math) or None
+    seconds: float = 0.0
+    details: dict[str, Any] = field(default_factory=dict)  # e.g. per-test statuses (code)
+
+    @property
+    def reward(self) -> float:
+        return 1.0 if self.passed else 0.0
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+class Verifier(Protocol):
+    name: str
+    version: str
+    fields: tuple[str, str]
+
+    def verify(self, prediction: Any, gold: Any) -> Verdict: ...
+
+    def verify_batch(self, predictions: list[Any], golds: list[Any]) -> list[Verdict]: ...
+
+    def close(self) -> None: ...
+
+
+VERIFIERS: Registry[type] = Registry(
+    "verifier",
+    modules=["dapo_bench.verifiers.math", "dapo_bench.verifiers.code"],
+)
