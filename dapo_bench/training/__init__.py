@@ -1,0 +1,1 @@
+"""Shared training pieces: model I/O, tokenised (prompt, response) batches, log-probs, engines."""
