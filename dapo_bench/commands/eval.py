@@ -1,0 +1,69 @@
+"""``dapo-bench eval``: evaluate a model on tasks or suites; see README "Evaluating a model"."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+Opt = typer.Option
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("eval")
+    def eval_cmd(
+        suite: Annotated[str | None, Opt("--suite", "-s", help="math | code | arith | all")] = None,
+        task: Annotated[list[str] | None, Opt("--task", "-t", help="task name (repeat)")] = None,
+        model: Annotated[str | None, Opt(
+            "--model", "-m", help="model directory or hub id (default: arith reference)")] = None,
+        backend: Annotated[str, Opt(help="generator backend: hf | vllm")] = "hf",
+        n: Annotated[int, Opt("--n", help="samples per problem (n > 1 needs --temperature)")] = 1,
+        temperature: Annotated[float, Opt(help="0 = greedy")] = 0.0,
+        top_p: Annotated[float, Opt("--top-p", help="nucleus sampling mass")] = 1.0,
+        max_new_tokens: Annotated[int | None, Opt(
+            "--max-new-tokens", help="default: each task's own (tasks/*.yaml)")] = None,
+        limit: Annotated[int | None, Opt(help="first N problems of each task")] = None,
+        data_dir: Annotated[Path | None, Opt(
+            "--data-dir", help="local benchmark files: DIR/math/gsm8k.jsonl, DIR/code/...")] = None,
+        data_file: Annotated[list[str] | None, Opt(
+            "--data-file", help="TASK=PATH: a task's JSONL/JSON/parquet file (repeat)")] = None,
+        out: Annotated[Path, Opt("--out", help="parent directory of run dirs")] = Path("runs"),
+        run_id: Annotated[str | None, Opt(
+            "--run-id", help="run directory name; reuse one to resume it")] = None,
+        seed: Annotated[int, Opt(help="sampling seed")] = 0,
+        batch_size: Annotated[int, Opt("--batch-size", help="generator batch (rows)")] = 64,
+        quiet: Annotated[bool, Opt("--quiet", "-q", help="plain log lines, no bars")] = False,
+    ) -> None:
+        """Evaluate a model: runs/<run-id>/results.json + samples.jsonl (rerun to resume)."""
+        from rich.console import Console
+
+        from dapo_bench.errors import UserError
+        from dapo_bench.eval import default_run_id, evaluate
+        from dapo_bench.eval.report import summary_table
+        from dapo_bench.tasks import resolve_tasks
+
+        names = resolve_tasks(suite, task or ())
+        files = {}
+        for item in data_file or ():
+            name, sep, path = item.partition("=")
+            if not sep or not path:
+                raise UserError(f"--data-file {item!r}: expected TASK=PATH")
+            if name not in names:
+                raise UserError(f"--data-file {item!r}: task {name!r} is not being evaluated")
+            files[name] = path
+        if model is None:
+            from dapo_bench.toy import default_model_path
+
+            model = default_model_path()
+        rid = run_id or default_run_id(names, model, suite)
+        run_dir = out / rid
+        results = evaluate(
+            model, names, run_dir=run_dir, n=n, temperature=temperature, top_p=top_p,
+            max_new_tokens=max_new_tokens, seed=seed, limit=limit, backend=backend,
+            data_dir=data_dir, data_files=files, quiet=quiet,
+            generator_options={"batch_size": batch_size} if backend == "hf" else None,
+            config={"suite": suite, "tasks": names, "command": "eval"},
+        )
+        Console().print(summary_table(results))
+        Console(stderr=True).print(f"wrote {run_dir / 'results.json'} and samples.jsonl")

@@ -1,0 +1,82 @@
+"""Progress display for eval: rich bars (items, rate, ETA) on a terminal; plain log lines
+(one per update, at most every 10 s, plus the end) with ``quiet`` or when stderr is not a TTY.
+
+Not covered: nested bars; progress of the model load itself.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Any
+
+
+class Progress:
+    def __init__(self, quiet: bool = False):
+        self.plain = quiet or not sys.stderr.isatty()
+        self._rich: Any = None
+        self._state: dict[Any, list] = {}
+        if not self.plain:
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                TextColumn,
+                TimeElapsedColumn,
+                TimeRemainingColumn,
+            )
+            from rich.progress import Progress as RichProgress
+
+            self._rich = RichProgress(
+                TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                _rate_column(), TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
+            )
+            self._rich.start()
+
+    def start(self, name: str, total: int, done: int) -> Any:
+        if self._rich is not None:
+            return self._rich.add_task(name, total=total, completed=done)
+        self._state[name] = [total, done, done, time.perf_counter(), 0.0]
+        if done:
+            self._log(f"{name}: {done}/{total} problems already done, resuming")
+        return name
+
+    def advance(self, bar: Any, k: int) -> None:
+        if self._rich is not None:
+            self._rich.update(bar, advance=k)
+            return
+        st = self._state[bar]
+        st[1] += k
+        now = time.perf_counter()
+        if now - st[4] >= 10 or st[1] >= st[0]:
+            st[4] = now
+            rate = (st[1] - st[2]) / max(now - st[3], 1e-9)
+            eta = (st[0] - st[1]) / rate if rate > 0 else float("inf")
+            self._log(f"{bar}: {st[1]}/{st[0]} problems, {rate:.2f}/s, ETA {eta:.0f}s")
+
+    def finish(self, bar: Any) -> None:
+        if self._rich is None:
+            st = self._state[bar]
+            self._log(f"{bar}: done ({st[1]}/{st[0]}) in {time.perf_counter() - st[3]:.1f}s")
+
+    def close(self) -> None:
+        if self._rich is not None:
+            self._rich.stop()
+            self._rich = None
+
+    @staticmethod
+    def _log(msg: str) -> None:
+        print(msg, file=sys.stderr, flush=True)
+
+
+def _rate_column() -> Any:
+    from rich.progress import ProgressColumn
+    from rich.text import Text
+
+    class RateColumn(ProgressColumn):
+        """Problems per second over this run's progress (resumed problems not counted)."""
+
+        def render(self, task: Any) -> Text:
+            return Text("-/s" if task.speed is None else f"{task.speed:.2f}/s")
+
+    return RateColumn()
+

@@ -1,0 +1,80 @@
+"""Assembling a task's block of ``results.json`` from its sample rows, and the summary table.
+
+Not covered: rendering leaderboards across runs (dapo_bench.leaderboard does that).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from dapo_bench.eval.metrics import breakdown, task_metrics
+from dapo_bench.provenance import hash_path
+
+
+def model_info(gen: Any, arg: Any) -> dict:
+    """Path, content hash (of a local directory; hub ids are recorded as such), size, name."""
+    path = str(getattr(gen, "model_path", None) or arg)
+    p = Path(path)
+    digest = hash_path(p) if p.exists() else f"hub:{path}"
+    return {"path": path, "hash": digest, "n_params": int(gen.n_params),
+            "name": p.name or path}
+
+
+def task_result(task: Any, rows: list[dict], verifier: dict, max_new_tokens: int,
+                seconds: float) -> dict:
+    passed = [[bool(s["passed"]) for s in r["samples"]] for r in rows]
+    keys = None
+    if "maj@k" in task.spec.metrics and task.spec.answer == "math":
+        from dapo_bench.verifiers.base import Verdict
+
+        keys = [[task.vote_key(Verdict(bool(s["passed"]), s["reason"], s.get("extracted")))
+                 for s in r["samples"]] for r in rows]
+    per_problem = [sum(p) / len(p) for p in passed]
+    reasons = Counter(s["reason"] for r in rows for s in r["samples"])
+    return {
+        "version": task.spec.version,
+        "hash": task.spec.hash,
+        "prompt_template": task.spec.template_text(),
+        "verifier": verifier,
+        "source": task.origin,
+        "split": task.split,
+        "max_new_tokens": max_new_tokens,
+        "n_problems": len(rows),
+        "n_samples": sum(len(p) for p in passed),
+        "generated_tokens": sum(s["n_tokens"] for r in rows for s in r["samples"]),
+        "seconds": round(seconds, 3),
+        "metrics": task_metrics(passed, keys, task.spec.metrics),
+        "breakdown": breakdown([r.get("subjects") or {} for r in rows], per_problem),
+        "reasons": dict(reasons.most_common()),
+    }
+
+
+def _fmt(m: dict | None) -> str:
+    if m is None:
+        return "-"
+    se = m.get("stderr")
+    return f"{100 * m['value']:.1f}" + (f" ± {100 * se:.1f}" if se is not None else "")
+
+
+def summary_table(results: dict) -> Any:
+    """A rich Table: one row per task with acc, the largest pass@k and maj@k, tokens, time."""
+    from rich.table import Table
+
+    s = results.get("sampling", {})
+    title = (f"{results['model']['name']} ({results['backend']}, n={s.get('n')}, "
+             f"T={s.get('temperature')}) -> {results['run_id']}")
+    table = Table(title=title, title_justify="left")
+    for col in ("task", "problems", "acc %", "pass@k %", "maj@k %", "tokens", "s"):
+        table.add_column(col, justify="left" if col == "task" else "right")
+    for name, t in results["tasks"].items():
+        m = t["metrics"]
+        pk = max((k for k in m if k.startswith("pass@")), key=lambda k: int(k[5:]), default=None)
+        mk = max((k for k in m if k.startswith("maj@")), key=lambda k: int(k[4:]), default=None)
+        table.add_row(
+            name, str(t["n_problems"]), _fmt(m.get("acc")),
+            f"{pk}: {_fmt(m[pk])}" if pk else "-", f"{mk}: {_fmt(m[mk])}" if mk else "-",
+            str(t["generated_tokens"]), f"{t['seconds']:.1f}",
+        )
+    return table

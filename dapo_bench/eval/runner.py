@@ -1,0 +1,160 @@
+"""``evaluate``: generate, verify and score tasks; write ``results.json`` and ``samples.jsonl``.
+
+    from dapo_bench.eval import evaluate
+    results = evaluate("path/to/model", ["gsm8k"], run_dir="runs/x", data_dir="data/", limit=20)
+    results = evaluate(generator, ["arith", "arith_ood"], run_dir=...)   # a loaded Generator
+
+Problems go to the generator in chunks of ``chunk`` prompts; each chunk's completions are
+verified and appended to ``samples.jsonl`` before the next chunk starts, so a killed run loses
+at most one chunk of work and a rerun with the same run directory and settings generates only
+what is missing (the hf backend's per-sample seeds do not depend on batching, so resumed runs
+give the same samples). ``results.json`` is written at the end (schema: dapo_bench.results).
+
+Not covered: truncating prompts longer than the model's context; several models in one call.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+from dapo_bench.errors import UserError
+from dapo_bench.eval.progress import Progress
+from dapo_bench.eval.report import model_info, task_result
+from dapo_bench.eval.store import SampleStore
+from dapo_bench.generation.base import Generator, SamplingParams
+from dapo_bench.provenance import git_commit, package_versions
+from dapo_bench.results import SCHEMA_VERSION, write_results
+from dapo_bench.tasks import Task, load_task
+
+
+def default_run_id(tasks: list[str], model: str, suite: str | None = None) -> str:
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    what = suite or ("-".join(tasks) if len(tasks) <= 2 else f"{len(tasks)}tasks")
+    return f"{stamp}-{what}-{Path(str(model).rstrip('/')).name or 'model'}"
+
+
+def _sample_row(task: Task, problem, prompt: str, comps, verdicts) -> dict:
+    return {
+        "task": task.name, "task_hash": task.spec.hash, "id": problem.id, "prompt": prompt,
+        "gold": problem.gold, "subjects": problem.subjects,
+        "samples": [
+            {"text": c.text, "n_tokens": c.n_tokens, "finish_reason": c.finish_reason,
+             "extracted": v.extracted, "passed": bool(v.passed), "reason": v.reason}
+            for c, v in zip(comps, verdicts)
+        ],
+    }
+
+
+def _run_task(task, gen, store, params, chunk, progress) -> tuple[list[dict], float, dict]:
+    """Rows of every problem of ``task`` (logged ones reused), seconds spent, verifier info."""
+    pending = [p for p in task.problems if store.get(task.name, p.id) is None]
+    bar = progress.start(task.name, total=len(task.problems), done=len(task.problems) - len(pending))
+    t0 = time.perf_counter()
+    with task.verifier() as verifier:
+        vinfo = {"name": getattr(verifier, "name", task.spec.verifier.name),
+                 "version": str(getattr(verifier, "version", "")),
+                 "options": dict(task.spec.verifier.options)}
+        for start in range(0, len(pending), chunk):
+            probs = pending[start : start + chunk]
+            prompts = [task.prompt(p, gen.tokenizer) for p in probs]
+            comps = gen.generate(prompts, params)
+            texts = [c.text for cs in comps for c in cs]
+            flat = [p for p in probs for _ in range(params.n)]
+            verdicts = task.score(verifier, texts, flat)
+            for i, (p, prompt) in enumerate(zip(probs, prompts)):
+                vs = verdicts[i * params.n : (i + 1) * params.n]
+                store.add(_sample_row(task, p, prompt, comps[i], vs))
+            progress.advance(bar, len(probs))
+    progress.finish(bar)
+    rows = [store.get(task.name, p.id) for p in task.problems]
+    return rows, time.perf_counter() - t0, vinfo
+
+
+def evaluate(
+    model_or_generator: str | os.PathLike | Generator,
+    tasks: list[str | Task],
+    *,
+    run_dir: str | os.PathLike,
+    n: int = 1,
+    temperature: float = 0.0,
+    top_p: float = 1.0,
+    max_new_tokens: int | None = None,
+    seed: int = 0,
+    limit: int | None = None,
+    backend: str = "hf",
+    data_dir: str | os.PathLike | None = None,
+    data_files: dict[str, str] | None = None,
+    chunk: int = 64,
+    quiet: bool = False,
+    method: str = "base",
+    config: dict | None = None,
+    generator_options: dict | None = None,
+) -> dict:
+    """Evaluate a model (path/hub id, or a loaded Generator) on tasks; return the results dict.
+
+    ``max_new_tokens`` None uses each task spec's own value; ``data_files`` maps a task name to
+    an explicit data file. ``n > 1`` needs ``temperature > 0`` (greedy samples are identical).
+    """
+    if n < 1:
+        raise UserError(f"--n must be at least 1, got {n}")
+    if n > 1 and temperature == 0:
+        raise UserError("--n > 1 needs --temperature > 0 (greedy samples would be identical)")
+    started = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    t_start = time.perf_counter()
+    loaded = [
+        t if isinstance(t, Task) else load_task(
+            t, data_dir=data_dir, path=(data_files or {}).get(t), limit=limit)
+        for t in tasks
+    ]
+    own = not isinstance(model_or_generator, Generator)
+    if own:
+        from dapo_bench.generation.base import load_generator
+
+        gen = load_generator(backend, str(model_or_generator), **(generator_options or {}))
+    else:
+        gen = model_or_generator
+    model = model_info(gen, model_or_generator)
+    mnt = {t.name: max_new_tokens or t.spec.max_new_tokens for t in loaded}
+    fingerprint = {
+        "model_hash": model["hash"], "backend": gen.backend, "n": n,
+        "temperature": temperature, "top_p": top_p, "seed": seed,
+        "tasks": {t.name: f"{t.spec.hash}/split={t.split}/max_new_tokens={mnt[t.name]}"
+                  for t in loaded},
+    }
+    store = SampleStore(run_dir, fingerprint)
+    progress = Progress(quiet=quiet)
+    task_results = {}
+    try:
+        for task in loaded:
+            params = SamplingParams(n=n, temperature=temperature, top_p=top_p,
+                                    max_new_tokens=mnt[task.name], stop=task.spec.stop, seed=seed)
+            rows, secs, vinfo = _run_task(task, gen, store, params, chunk, progress)
+            task_results[task.name] = task_result(task, rows, vinfo, mnt[task.name], secs)
+    finally:
+        store.close()
+        progress.close()
+        if own:
+            gen.close()
+    results = {
+        "schema_version": SCHEMA_VERSION,
+        "run_id": Path(run_dir).name,
+        "kind": "eval",
+        "method": method,
+        "model": model,
+        "backend": gen.backend,
+        "seed": seed,
+        "sampling": {"n": n, "temperature": temperature, "top_p": top_p,
+                     "max_new_tokens": max_new_tokens},
+        "tasks": task_results,
+        "ledger": None,
+        "config": {**(config or {}), "limit": limit,
+                   "data_dir": str(data_dir) if data_dir else None, "chunk": chunk},
+        "provenance": {"git_commit": git_commit(), "packages": package_versions(),
+                       "started_at": started,
+                       "wall_seconds": round(time.perf_counter() - t_start, 3)},
+    }
+    write_results(run_dir, results)
+    return results

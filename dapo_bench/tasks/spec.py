@@ -1,0 +1,163 @@
+"""Task specs: the declarative YAML files under ``tasks/`` (installed as dapo_bench.task_specs).
+
+A spec names the source of a benchmark (Hugging Face id/config/split, a local file relative to
+``--data-dir``, or a built-in generator), the field mapping, the gold preprocessing, the prompt
+(chat template with system/user text, or a raw template), the verifier and its options, the
+metrics and the subject fields for breakdowns. It is parsed into frozen dataclasses; a bad spec
+raises UserError naming the file and the field. A spec's ``hash`` covers its file bytes and the
+resolved prompt template, so a result records exactly which spec produced it.
+
+Not covered here: reading data (see ``sources``) and scoring (see ``task``).
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from dapo_bench.config import _build
+from dapo_bench.errors import UserError
+from dapo_bench.provenance import hash_bytes
+
+METRIC_KINDS = ("acc", "pass@k", "maj@k")
+
+
+@dataclass(frozen=True)
+class HubSource:
+    """A Hugging Face dataset: ``load_dataset(path, name, split=split)``; ``fields`` overrides
+    the task's field mapping where the hub copy names fields differently from the local file."""
+
+    path: str
+    name: str | None = None
+    split: str = "test"
+    fields: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Source:
+    hf: HubSource | None = None
+    file: str | None = None  # relative to --data-dir, e.g. "math/gsm8k.jsonl"
+    builtin: str | None = None  # "module:function(split, n=None) -> list[dict]"
+    split: str | None = None  # default split of a builtin source
+    splits: tuple[str, ...] = ()  # splits a builtin source offers
+
+
+@dataclass(frozen=True)
+class Fields:
+    """Where each part of a problem is in a row. ``question`` may list several fields, joined
+    by a blank line (empty ones skipped); ``id`` falls back to the row index."""
+
+    question: tuple[str, ...] = ("question",)
+    gold: str = "answer"
+    id: str | None = None
+    subjects: tuple[str, ...] = ()  # fields for per-subject breakdowns
+    extra: tuple[str, ...] = ()  # further fields the prompt template or gold transform uses
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """``chat``: the model's chat template over ``system`` + ``user``; ``raw``: ``template``
+    (or the string ``template_ref`` = "module:NAME" points at) used as is. ``{question}`` and
+    other ``{field}`` names are substituted; other braces (``\\boxed{}``) are left alone."""
+
+    style: str = "chat"
+    system: str | None = None
+    user: str = "{question}"
+    template: str | None = None
+    template_ref: str | None = None
+
+
+@dataclass(frozen=True)
+class VerifierSpec:
+    name: str = "math"
+    options: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    name: str
+    version: str
+    description: str
+    source: Source
+    fields: Fields = Fields()
+    gold_transform: str = "identity"
+    prompt: Prompt = Prompt()
+    verifier: VerifierSpec = VerifierSpec()
+    answer: str = "math"  # how a completion becomes a prediction: "math" (text) | "code"
+    code_prefix_field: str | None = None  # HumanEval: prepend this field to a body-only answer
+    metrics: tuple[str, ...] = ("acc", "pass@k", "maj@k")
+    max_new_tokens: int = 1024
+    stop: tuple[str, ...] = ()
+    spec_path: str = ""
+    hash: str = ""
+
+    def template_text(self) -> str:
+        """The prompt template as recorded in results (chat parts or the raw template)."""
+        p = self.prompt
+        if p.style == "raw":
+            return resolve_template(p, self.spec_path)
+        return f"[chat] system: {p.system!r} | user: {p.user!r}"
+
+
+def resolve_template(p: Prompt, where: str) -> str:
+    if p.template is not None:
+        return p.template
+    if not p.template_ref or ":" not in p.template_ref:
+        raise UserError(f"{where}: prompt.style raw needs prompt.template or template_ref 'm:NAME'")
+    mod, _, attr = p.template_ref.partition(":")
+    try:
+        value = getattr(importlib.import_module(mod), attr)
+    except (ImportError, AttributeError) as e:
+        raise UserError(f"{where}: prompt.template_ref {p.template_ref!r}: {e}") from None
+    if not isinstance(value, str):
+        raise UserError(f"{where}: prompt.template_ref {p.template_ref!r} is not a string")
+    return value
+
+
+def parse_spec(path: Path) -> TaskSpec:
+    """Read and validate one YAML spec; errors name the file and the field."""
+    text = path.read_bytes()
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        line = f":{mark.line + 1}" if mark else ""
+        raise UserError(f"{path}{line}: malformed YAML ({getattr(e, 'problem', e)})") from None
+    if not isinstance(data, dict):
+        raise UserError(f"{path}: expected a mapping at the top level")
+    for key in ("name", "version", "description", "source"):
+        if key not in data:
+            raise UserError(f"{path}: field {key!r} missing")
+    data = dict(data, version=str(data["version"]))
+    try:
+        spec = _build(TaskSpec, data, "")
+    except UserError as e:
+        raise UserError(f"{path}: {str(e).lstrip(': ')}") from None
+    _check(spec, path)
+    template = spec.template_text() if spec.prompt.style == "raw" else ""
+    return _replace(spec, spec_path=str(path), hash=hash_bytes(text + template.encode()))
+
+
+def _replace(spec: TaskSpec, **kw: Any) -> TaskSpec:
+    from dataclasses import replace
+
+    return replace(spec, **kw)
+
+
+def _check(spec: TaskSpec, path: Path) -> None:
+    src = spec.source
+    if not (src.hf or src.file or src.builtin):
+        raise UserError(f"{path}: source needs at least one of hf, file, builtin")
+    if spec.prompt.style not in ("chat", "raw"):
+        raise UserError(f"{path}: prompt.style must be 'chat' or 'raw', got {spec.prompt.style!r}")
+    if spec.answer not in ("math", "code"):
+        raise UserError(f"{path}: answer must be 'math' or 'code', got {spec.answer!r}")
+    for m in spec.metrics:
+        if m not in METRIC_KINDS:
+            raise UserError(f"{path}: metrics: unknown {m!r} (known: {', '.join(METRIC_KINDS)})")
+    if path.stem != spec.name:
+        raise UserError(f"{path}: name {spec.name!r} must match the file name {path.stem!r}")

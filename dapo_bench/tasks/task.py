@@ -1,0 +1,175 @@
+"""A loaded task: problems, prompt rendering and scoring; serves eval and training rewards.
+
+    task = load_task("gsm8k", data_dir="data/")           # or load_task("arith", split="rl_train")
+    prompts = [task.prompt(p, tokenizer) for p in task.problems]
+    with task.verifier() as v:
+        verdicts = task.score(v, texts, problems)         # one Verdict per text, in order
+
+``score`` turns each completion into the verifier's prediction: math tasks pass the full text
+(the math verifier extracts the answer), code tasks extract the last fenced code block (and, for
+HumanEval-style tasks, complete the program with the prompt when the model wrote only a body).
+``vote_key`` gives the normalised answer maj@k votes on.
+
+Not covered: generation (dapo_bench.generation) and metrics (dapo_bench.eval.metrics).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from dapo_bench.errors import UserError
+from dapo_bench.tasks.golds import make_gold
+from dapo_bench.tasks.sources import load_rows
+from dapo_bench.tasks.spec import TaskSpec, resolve_template
+
+_FIELD = re.compile(r"\{(\w+)\}")
+
+
+@dataclass(frozen=True)
+class Problem:
+    id: str
+    question: str
+    gold: Any
+    subjects: dict[str, str] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def fill(template: str, values: dict[str, Any]) -> str:
+    """Substitute ``{name}`` for known names only; LaTeX braces such as ``\\boxed{}`` stay."""
+    return _FIELD.sub(lambda m: str(values[m[1]]) if m[1] in values else m[0], template)
+
+
+def _present(v: Any) -> bool:
+    return v is not None and str(v).strip() not in ("", "None")
+
+
+@dataclass
+class Task:
+    spec: TaskSpec
+    problems: list[Problem]
+    origin: str  # where the rows came from (file path, hub id, builtin)
+    split: str | None = None
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    def prompt(self, problem: Problem, tokenizer: Any = None) -> str:
+        """The full prompt text for ``problem``. Chat-style specs use the tokenizer's chat
+        template (system merged into the user turn when the template rejects a system role);
+        without a tokenizer or chat template they fall back to ``system\\n\\nuser\\n``."""
+        p = self.spec.prompt
+        values = {"question": problem.question, **problem.extra}
+        if p.style == "raw":
+            return fill(resolve_template(p, self.spec.spec_path), values)
+        user = fill(p.user, values)
+        system = fill(p.system, values) if p.system else None
+        if tokenizer is None or not getattr(tokenizer, "chat_template", None):
+            return (f"{system}\n\n" if system else "") + user + "\n"
+        msgs = ([{"role": "system", "content": system}] if system else []) + [
+            {"role": "user", "content": user}
+        ]
+        try:
+            return tokenizer.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True)
+        except Exception:
+            if not system:
+                raise
+            merged = [{"role": "user", "content": f"{system}\n\n{user}"}]
+            return tokenizer.apply_chat_template(merged, tokenize=False, add_generation_prompt=True)
+
+    @contextmanager
+    def verifier(self, **overrides: Any) -> Iterator[Any]:
+        """An instance of the spec's verifier with its options (overrides win); closed on exit."""
+        from dapo_bench.verifiers.base import VERIFIERS
+
+        cls = VERIFIERS.get(self.spec.verifier.name)
+        v = cls(**{**self.spec.verifier.options, **overrides})
+        try:
+            yield v
+        finally:
+            v.close()
+
+    def prediction(self, text: str, problem: Problem) -> str:
+        if self.spec.answer == "math":
+            return text
+        from dapo_bench.verifiers.code import extract_code
+
+        program = extract_code(text)
+        prefix_field = self.spec.code_prefix_field
+        entry = problem.gold.get("entry_point") if isinstance(problem.gold, dict) else None
+        if prefix_field and entry:
+            prefix = str(problem.extra.get(prefix_field, ""))
+            if not re.search(rf"^\s*def\s+{re.escape(entry)}\s*\(", program, re.MULTILINE):
+                return prefix + program  # the model wrote the body only
+            imports = [ln for ln in prefix.splitlines() if re.match(r"(import|from)\s", ln)]
+            return "\n".join(imports + [program])
+        return program
+
+    def score(self, verifier: Any, texts: list[str], problems: list[Problem]) -> list:
+        """Verdicts for completions ``texts[i]`` of ``problems[i]``, in order."""
+        if len(texts) != len(problems):
+            raise ValueError("texts and problems differ in length")
+        preds = [self.prediction(t, p) for t, p in zip(texts, problems)]
+        return verifier.verify_batch(preds, [p.gold for p in problems])
+
+    def vote_key(self, verdict: Any) -> str | None:
+        """Normalised extracted answer for maj@k (None: no answer, no vote)."""
+        if self.spec.answer != "math" or verdict.extracted is None:
+            return None
+        from dapo_bench.verifiers.math import normalize_answer
+
+        return normalize_answer(verdict.extracted)
+
+
+def build_problems(spec: TaskSpec, rows: list[dict], origin: str, overrides: dict) -> list[Problem]:
+    f = spec.fields
+    question_fields = tuple(overrides.get("question", f.question))
+    if isinstance(question_fields, str):
+        question_fields = (question_fields,)
+    gold_field = overrides.get("gold", f.gold)
+    id_field = overrides.get("id", f.id)
+    subject_fields = {s: overrides.get(s, s) for s in f.subjects}
+    problems, seen = [], set()
+    for i, row in enumerate(rows):
+        where = f"{origin}: row {i + 1}"
+        missing = [k for k in (*question_fields, gold_field) if k not in row]
+        if missing:
+            raise UserError(f"{where}: field {missing[0]!r} missing (task {spec.name})")
+        question = "\n\n".join(str(row[k]) for k in question_fields if _present(row[k]))
+        pid = str(row[id_field]) if id_field and row.get(id_field) is not None else str(i)
+        if pid in seen:
+            raise UserError(f"{where}: duplicate id {pid!r} in field {id_field!r}")
+        seen.add(pid)
+        gold = make_gold(spec.gold_transform, row[gold_field], row, where)
+        subjects = {k: str(row.get(src)) for k, src in subject_fields.items() if src in row}
+        extra = {k: row[k] for k in spec.fields.extra if k in row}
+        problems.append(Problem(pid, question, gold, subjects, extra))
+    return problems
+
+
+def load_task(
+    name: str,
+    *,
+    split: str | None = None,
+    data_dir: str | os.PathLike | None = None,
+    path: str | os.PathLike | None = None,
+    limit: int | None = None,
+) -> Task:
+    """Load a registered task's problems (first ``limit`` of them when given)."""
+    from dapo_bench.tasks import TASKS
+
+    spec: TaskSpec = TASKS.get(name)
+    rows, overrides, origin = load_rows(spec, path=path, data_dir=data_dir, split=split)
+    if limit is not None:
+        if limit < 1:
+            raise UserError(f"--limit must be at least 1, got {limit}")
+        rows = rows[:limit]
+    problems = build_problems(spec, rows, origin, overrides)
+    if not problems:
+        raise UserError(f"task {name}: {origin} has no problems")
+    return Task(spec, problems, origin, split or spec.source.split)
