@@ -1,0 +1,222 @@
+"""``ppo``: Proximal Policy Optimization with a learned critic (the RLHF recipe), online.
+
+Each step samples one response for each of ``rollout_batch`` prompts from the current policy
+and scores it with the verifier (reward on the last token). The reward is shaped per token by
+``-kl_coef * (log pi - log pi_ref)`` (``kl_mode="reward"``, the InstructGPT/OpenRLHF choice) or
+the KL goes into the actor loss (``kl_mode="loss"``). A critic (the policy's transformer body,
+copied, plus a zero-initialised linear head; ``training.critic.ValueModel``) gives V(s_t) for the
+state before each response token; advantages are GAE (gamma 1, lambda 0.95), whitened over the
+batch. The actor minimises the clipped surrogate; the critic the clipped value loss against the
+GAE returns; both for ``ppo_epochs`` passes of minibatches. pi_ref is the starting policy, frozen.
+
+Compute ledger (stage ``train``): sampling, old/ref log-prob and value passes as inference,
+actor and critic updates as training. The critic is as large as the policy, so its tokens are
+charged at the policy's parameter count.
+
+Not covered: a critic separate from the policy's architecture, value-head warm-up, reward
+models (the reward is the verifier's), entropy bonus, adaptive KL control.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from dapo_bench.ledger import Ledger
+from dapo_bench.methods.base import MethodOutput, register_method
+from dapo_bench.methods.grpo import arith_toy, run_online, sampling_params
+from dapo_bench.training.baseline_common import (
+    OnlinePolicy,
+    RolloutBatch,
+    Score,
+    chunked_logprobs,
+    groups_to_batch,
+    minibatches,
+    sample_groups,
+    shuffled_cycle,
+    slice_rows,
+)
+from dapo_bench.training.common import OptimConfig, PairBatch, make_engine, token_logprobs
+from dapo_bench.training.critic import ValueModel
+from dapo_bench.training.policy_gradient import (
+    AdvantageInputs,
+    clipped_policy_loss,
+    clipped_value_loss,
+    compute_advantages,
+    masked_whiten,
+    outcome_token_rewards,
+    shaped_rewards,
+)
+
+
+@dataclass(frozen=True)
+class PPOConfig:
+    """PPO settings (defaults: the paper's baseline for 7-8B models on MATH).
+
+    rollout_batch: prompts per step, one sample each (1024); temperature (1.0), top_p,
+    max_new_tokens: sampling; kl_coef: KL to pi_ref (0.01); kl_mode: "reward" (shaped reward)
+    or "loss" (actor loss term); kl_kind: KL estimator (k1|k2|k3); gamma, lam: GAE (1, 0.95);
+    clip: ratio clip; value_clip: critic clip; loss_agg: token-mean | seq-mean-token-sum |
+    seq-mean-token-mean; whiten: normalise advantages over the batch; ppo_epochs, minibatch_size:
+    update passes and responses per optimizer step; max_steps: rollout steps (the FLOP budget may
+    stop earlier); optim.lr: actor lr (5e-7); critic_lr: critic lr (9e-6).
+    """
+
+    rollout_batch: int = 1024
+    temperature: float = 1.0
+    top_p: float = 1.0
+    max_new_tokens: int = 1024
+    kl_coef: float = 0.01
+    kl_mode: str = "reward"
+    kl_kind: str = "k1"
+    gamma: float = 1.0
+    lam: float = 0.95
+    clip: float = 0.2
+    value_clip: float = 0.2
+    loss_agg: str = "token-mean"
+    whiten: bool = True
+    ppo_epochs: int = 1
+    minibatch_size: int = 256
+    max_steps: int = 500
+    max_length: int = 2048
+    critic_lr: float = 9e-6
+    optim: OptimConfig = field(default_factory=lambda: OptimConfig(lr=5e-7))
+
+
+PRESETS: dict[str, dict] = {
+    "default": {},
+    "toy": {
+        "rollout_batch": 128, "max_new_tokens": 128, "minibatch_size": 64, "max_steps": 400,
+        "max_length": 256, "ppo_epochs": 1, "critic_lr": 1e-3, "optim": {"lr": 2e-5},
+    },
+}
+
+
+def token_values(critic: ValueModel, batch: PairBatch) -> torch.Tensor:
+    """[B, L] values aligned with ``token_logprobs``: column i = V(state before token i), i.e.
+    the head applied to the hidden state of token i - 1; 0 outside the response."""
+    hidden = critic.backbone(input_ids=batch.input_ids, attention_mask=batch.attention_mask)[0]
+    v = critic.head(hidden.float()).squeeze(-1)
+    out = torch.zeros_like(v)
+    out[:, 1:] = v[:, :-1]
+    return out * batch.response_mask
+
+
+def train_ppo(
+    policy: OnlinePolicy,
+    problems: list,
+    cfg: PPOConfig,
+    *,
+    ledger: Ledger,
+    score: Score,
+    stage: str = "train",
+    seed: int = 0,
+    on_log=None,
+) -> list[dict]:
+    """Train ``policy.model`` in place and a critic beside it; returns per-step logs."""
+    if cfg.kl_mode not in ("reward", "loss"):
+        from dapo_bench.errors import UserError
+
+        raise UserError(f"ppo.kl_mode: expected reward|loss, got {cfg.kl_mode!r}")
+    model, tok = policy.model, policy.tokenizer
+    ref = copy.deepcopy(model).eval()
+    for p in ref.parameters():
+        p.requires_grad_(False)
+    critic = ValueModel.from_causal_lm(copy.deepcopy(model))
+    actor_engine = make_engine(model, cfg.optim)
+    critic_engine = make_engine(critic, OptimConfig(**{**cfg.optim.__dict__, "lr": cfg.critic_lr}))
+    stream = shuffled_cycle(problems, seed)
+    history: list[dict] = []
+    t0 = time.perf_counter()
+    for step in range(cfg.max_steps):
+        if ledger.exhausted():
+            break
+        model.eval()
+        policy.sync()
+        batch_problems = [next(stream) for _ in range(cfg.rollout_batch)]
+        groups = sample_groups(
+            policy.generator, batch_problems, 1, score,
+            sampling_params(cfg, 1, seed * 100003 + step),
+            ledger=ledger, stage=stage, chunk_size=cfg.rollout_batch,
+        )
+        rb = groups_to_batch(tok, groups, cfg.max_length)
+        mask = rb.batch.response_mask
+        old = chunked_logprobs(model, rb, ledger=ledger, stage=stage)
+        ref_lp = chunked_logprobs(ref, rb, ledger=ledger, stage=stage) if cfg.kl_coef else old
+        with torch.no_grad():
+            critic.eval()
+            old_v = token_values(critic, rb.batch)
+            ledger.add_inf(stage, rb.batch.n_tokens)
+        rewards = outcome_token_rewards(rb.rewards, mask)
+        if cfg.kl_mode == "reward" and cfg.kl_coef:
+            rewards = shaped_rewards(rewards, old, ref_lp, mask, cfg.kl_coef, cfg.kl_kind)
+        adv, returns = compute_advantages("gae", AdvantageInputs(
+            rewards, mask, values=old_v, gamma=cfg.gamma, lam=cfg.lam))
+        if cfg.whiten:
+            adv = masked_whiten(adv, mask)
+        model.train()
+        critic.train()
+        stats = _update(model, critic, actor_engine, critic_engine, rb,
+                        (adv, returns, old, old_v, ref_lp), cfg, ledger, (stage, seed, step))
+        policy.mark_updated()
+        row = {
+            "step": step + 1,
+            "reward": sum(rb.rewards) / max(len(rb.rewards), 1),
+            "response_tokens": float(mask.sum()) / max(len(rb.rewards), 1),
+            "flops": ledger.total_flops,
+            "seconds": round(time.perf_counter() - t0, 2),
+            **stats,
+        }
+        history.append(row)
+        if on_log:
+            on_log(row)
+    model.eval()
+    return history
+
+
+def _update(model, critic, actor_engine, critic_engine, rb: RolloutBatch, tensors, cfg,
+            ledger: Ledger, where) -> dict:
+    adv, returns, old, old_v, ref_lp = tensors
+    stage, seed, step = where
+    sums = {"pg_loss": 0.0, "kl": 0.0, "clip_frac": 0.0, "value_loss": 0.0}
+    k = 0
+    n = rb.batch.input_ids.size(0)
+    for epoch in range(cfg.ppo_epochs):
+        for idx in minibatches(n, cfg.minibatch_size, seed + 7919 * step + epoch):
+            if ledger.exhausted():
+                break
+            mb = rb.rows(idx)
+            m = mb.response_mask
+            out = clipped_policy_loss(
+                token_logprobs(model, mb), slice_rows(old, idx), slice_rows(adv, idx), m,
+                clip_low=cfg.clip, clip_high=cfg.clip, agg=cfg.loss_agg,
+                ref_logp=slice_rows(ref_lp, idx) if cfg.kl_mode == "loss" else None,
+                kl_coef=cfg.kl_coef if cfg.kl_mode == "loss" else 0.0, kl_kind=cfg.kl_kind,
+            )
+            actor_engine.step(out.loss)
+            ledger.add_train(stage, mb.n_tokens)
+            vloss = clipped_value_loss(
+                token_values(critic, mb), slice_rows(old_v, idx), slice_rows(returns, idx), m,
+                clip=cfg.value_clip, agg=cfg.loss_agg,
+            )
+            critic_engine.step(vloss)
+            ledger.add_train(stage, mb.n_tokens)
+            sums["pg_loss"] += out.pg_loss
+            sums["kl"] += out.kl
+            sums["clip_frac"] += out.clip_frac
+            sums["value_loss"] += float(vloss.detach())
+            k += 1
+    return {key: v / max(k, 1) for key, v in sums.items()}
+
+
+@register_method(
+    "ppo", config=PPOConfig, presets=PRESETS, default_preset=arith_toy,
+    help="PPO: online, critic trained alongside, GAE (gamma 1, lambda 0.95), clipped ratio, "
+    "KL to pi_ref",
+)
+def run_ppo(ctx: Any, cfg: PPOConfig) -> MethodOutput:
+    return run_online(ctx, cfg, train_ppo, cfg.max_steps)

@@ -1,0 +1,51 @@
+"""``sft``: supervised fine-tuning on the training task's reference (gold) solutions.
+
+A thin method around ``dapo_bench.training.sft.train_sft`` (the same loop that builds the toy
+reference policy): mean next-token cross-entropy on the solution tokens of (prompt, gold
+solution) pairs from the training split. What it optimises: imitation of the reference
+solutions. At equal FLOPs it is the "more SFT" control that every RL gain must beat; with
+``--budget-flops`` it stops when the budget is spent (its ``epochs`` is then an upper bound).
+
+Not covered: tasks without gold solutions (it raises a UserError naming the task).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from dapo_bench.methods.base import MethodOutput, register_method
+from dapo_bench.methods.grpo import arith_toy, with_run_optim
+from dapo_bench.training.common import load_policy, save_policy
+from dapo_bench.training.sft import SFTConfig, train_sft
+
+PRESETS: dict[str, dict] = {
+    "default": {"epochs": 3.0, "batch_size": 64, "max_length": 2048, "optim": {"lr": 1e-5}},
+    "toy": {"epochs": 1.0, "batch_size": 64, "max_length": 256, "optim": {"lr": 5e-4}},
+}
+
+
+@register_method(
+    "sft", config=SFTConfig, presets=PRESETS, default_preset=arith_toy,
+    help="SFT: fine-tune on the task's reference solutions",
+)
+def run_sft(ctx: Any, cfg: SFTConfig) -> MethodOutput:
+    from dapo_bench.methods.report import train_problem_solutions
+
+    out_dir = ctx.run_dir / "policy"
+    cfg = dataclasses.replace(cfg, seed=ctx.opts.seed, optim=with_run_optim(ctx, cfg.optim))
+
+    def work() -> dict:
+        pairs = train_problem_solutions(ctx)
+        model, tok = load_policy(ctx.opts.model)
+        with ctx.progress("sft steps", max(1, int(cfg.epochs * len(pairs) / cfg.batch_size))) \
+                as advance:
+            stats = train_sft(model, tok, pairs, cfg, ledger=ctx.ledger, stage="train",
+                              on_log=lambda s: advance(cfg.log_every))
+        save_policy(model, tok, out_dir)
+        return {"pairs": len(pairs), "steps": stats.steps, "epochs": stats.epochs,
+                "stopped": stats.stopped, "history": stats.history}
+
+    info = ctx.run_stage("train", work)
+    return MethodOutput(str(out_dir), history=info["history"],
+                        extra={"train_info": {k: v for k, v in info.items() if k != "history"}})
