@@ -1,0 +1,53 @@
+"""``dapo-bench leaderboard [SPEC...] [--runs DIR] [--out DIR]``: render leaderboards.
+
+Renders each spec (default: every ``leaderboards/*.yaml``) into Markdown, LaTeX, CSV and PNG
+plots beside it (or into ``--out``). Result files that a spec's globs find but that are bad or
+partial are skipped and listed on stderr and in the Markdown; a bad file named in a spec is an
+error (exit 2). Rendering is a pure function of the files: run it twice, get the same bytes.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("leaderboard")
+    def leaderboard_cmd(
+        specs: Optional[List[Path]] = typer.Argument(
+            None, help="leaderboard specs (default: leaderboards/*.yaml)"),
+        runs: Optional[Path] = typer.Option(
+            None, "--runs", help="directory the spec's result globs are relative to "
+            "(default: the spec's inputs.dir)"),
+        out: Optional[Path] = typer.Option(
+            None, "--out", help="write outputs here (default: beside each spec)"),
+        no_plots: bool = typer.Option(False, "--no-plots", help="skip the PNG plots"),
+        quiet: bool = typer.Option(False, "--quiet", "-q", help="only warnings and errors"),
+    ) -> None:
+        """Render leaderboard tables (md, tex, csv) and plots (png) from result files.
+
+        'DAPO' in tables is DAPO of Liu et al. (arXiv 2412.18279, step-level), not ByteDance's.
+        """
+        from rich.console import Console
+
+        from dapo_bench.errors import UserError
+        from dapo_bench.leaderboard import default_specs, render
+
+        err = Console(stderr=True, highlight=False)
+        paths = list(specs or default_specs())
+        if not paths:
+            raise UserError("no leaderboard specs given and none in leaderboards/*.yaml")
+        for spec in paths:
+            res = render(spec, runs, out, draw_plots=not no_plots)
+            for s in res.skipped:
+                err.print(f"[yellow]warning[/yellow]: {spec}: skipped {s.path}: {s.reason}",
+                          markup=True)
+            for pid in res.not_drawn:
+                err.print(f"[yellow]warning[/yellow]: {spec}: plot {pid!r} not drawn "
+                          "(no result file carries its data)", markup=True)
+            if not quiet:
+                err.print(f"{spec}: {res.n_runs} result files, {len(res.skipped)} skipped -> "
+                          + ", ".join(p.name for p in res.written))
