@@ -1,0 +1,29 @@
+"""Math answer verifier: extraction, normalisation, exact and sympy equivalence, bounded.
+
+    from dapo_bench.verifiers.math import verify
+    verify("... so the answer is $\\boxed{\\frac12}$.", "0.5")   # Verdict(passed=True, ...)
+
+Public API: :func:`verify`, :func:`verify_batch`, :func:`extract_answer`,
+:func:`extract_gold_from_solution`, :func:`normalize_answer` and :class:`MathVerifier`
+(registered as ``"math"`` in ``VERIFIERS``). The rules of equality are in the docstrings of
+``verifier`` (gold forms, reasons), ``normalize`` (numbers, tolerance, percent), ``structure``
+(lists, sets, tuples, intervals, equations) and ``symbolic`` (sympy). Importing this package
+imports neither sympy nor torch; sympy runs only in worker processes.
+"""
+
+from dapo_bench.verifiers.math.extract import extract_answer, extract_gold_from_solution
+from dapo_bench.verifiers.math.verifier import (
+    MathVerifier,
+    normalize_answer,
+    verify,
+    verify_batch,
+)
+
+__all__ = [
+    "MathVerifier",
+    "extract_answer",
+    "extract_gold_from_solution",
+    "normalize_answer",
+    "verify",
+    "verify_batch",
+]

@@ -1,0 +1,245 @@
+"""String-level normalisation of math answers, and exact parsing of plain numbers.
+
+Pure Python (``re`` and ``fractions``): no sympy, so everything here runs in the calling process
+and is bounded by the input size limits below (all regexes are linear; no nested quantifiers).
+
+What :func:`clean` removes or rewrites: math delimiters (``$``, ``\\(``, ``\\[``), ``\\left`` /
+``\\right`` and size commands, ``\\dfrac``/``\\tfrac``, ``\\frac12``-style shorthand, ``\\sqrt2``,
+spacing commands, ``^\\circ`` and ``\\degree``, ``\\$``, trailing units written as
+``\\text{..}``/``\\mathrm{..}``/``\\mbox{..}``, a trailing unit word after a plain number
+(``18 dollars``), trailing full stops, and a whole-answer thousands separator (``1,000``,
+``1{,}000``). ``\\%`` becomes ``%`` (see :class:`Num` for the percent policy).
+
+What it does NOT do: unit conversion, spelling out numbers ("five"), or any algebra.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from fractions import Fraction
+
+MAX_ANSWER = 4000  # characters of one extracted answer (or gold) beyond which we say too_large
+MAX_DEPTH = 48  # brace/bracket nesting beyond which we say too_large
+MAX_EXP = 400  # |exponent| accepted by the plain-number parser (10^400 is cheap for Fraction)
+
+
+class TooLarge(ValueError):
+    """The answer is too long or too deeply nested to check within bounds."""
+
+
+_UNICODE = {
+    "\u2212": "-", "\u2013": "-", "\u00d7": r"\times ", "\u22c5": r"\cdot ", "\u00b7": r"\cdot ",
+    "\u00b0": "", "\u03c0": r"\pi ", "\u221e": r"\infty ", "\u221a": r"\sqrt", "\u2264": r"\le ",
+    "\u2265": r"\ge ", "\u2260": r"\ne ", "\u00a0": " ", "\u2009": " ", "\u202f": " ",
+    "\u00bd": r"\frac{1}{2}", "\u222a": r"\cup ",
+}
+_UNICODE_RE = re.compile("|".join(map(re.escape, _UNICODE)))
+
+_SUBS: list[tuple[re.Pattern, str]] = [
+    (re.compile(r"\\(?:left|right|bigl|bigr|Bigl|Bigr|biggl|biggr|big|Big|bigg|Bigg)(?![a-zA-Z])"
+                r"\s*\.?"), ""),
+    (re.compile(r"\\[dt]frac(?![a-zA-Z])"), r"\\frac"),
+    (re.compile(r"\\(?:displaystyle|textstyle|limits|nolimits|mathpunct)(?![a-zA-Z])"), ""),
+    (re.compile(r"\\(?:[,;:! ]|quad(?![a-zA-Z])|qquad(?![a-zA-Z]))"), " "),
+    (re.compile(r"~"), " "),
+    (re.compile(r"\{,\}"), ","),
+    (re.compile(r"\^\s*\{\s*\\circ\s*\}|\^\s*\\circ(?![a-zA-Z])|\\circ(?![a-zA-Z])"
+                r"|\\degree(?![a-zA-Z])"), ""),
+    (re.compile(r"\\\$"), ""),
+    (re.compile(r"\\%"), "%"),
+    (re.compile(r"\\(?:le|leqslant)(?![a-zA-Z])"), r"\\leq"),
+    (re.compile(r"\\(?:ge|geqslant)(?![a-zA-Z])"), r"\\geq"),
+    (re.compile(r"\\neq(?![a-zA-Z])"), r"\\ne"),
+    # \frac12 -> \frac{1}{2}; \frac1{2} and \frac{1}2 likewise (one-token arguments).
+    (re.compile(r"\\frac\s*([0-9a-zA-Z])\s*([0-9a-zA-Z])"), r"\\frac{\1}{\2}"),
+    (re.compile(r"\\frac\s*([0-9a-zA-Z])\s*\{"), r"\\frac{\1}{"),
+    (re.compile(r"\\frac\s*\{([^{}]*)\}\s*([0-9a-zA-Z])"), r"\\frac{\1}{\2}"),
+    (re.compile(r"\\sqrt\s*([0-9a-zA-Z])"), r"\\sqrt{\1}"),
+]
+_DELIMS = re.compile(r"\$|\\\(|\\\)|\\\[|\\\]")
+_TEXT_CMD = r"\\(?:text|textrm|textnormal|textbf|textit|mathrm|mbox|mathbf|mathit|rm|operatorname)"
+_TRAILING_UNIT = re.compile(
+    _TEXT_CMD + r"\s*\{\s*[a-zA-Z][a-zA-Z .\-/]*\}\s*(?:\^\s*\{?-?\d\}?)?\s*$")
+_TEXT_UNWRAP = re.compile(_TEXT_CMD + r"\s*\{([^{}]*)\}")
+_PLAIN_NUMBER_UNIT = re.compile(
+    r"^(-?[\d.,/]+%?)\s+(?:[a-zA-Z]{2,}\.?)(?:\s*(?:/|per)?\s*[a-zA-Z]{1,}\.?)?(?:\^\{?\d\}?)?$")
+_MATH_WORDS = frozenset({"pi", "sqrt", "frac", "infty", "and", "or", "cdot", "times", "i"})
+_THOUSANDS = re.compile(r"^-?\d{1,3}(?:,\d{3})+(?:\.\d+)?%?$")
+_TRAILING_PUNCT = re.compile(r"(?:\s|\.(?!\d)|,|;|:|\\\\)+$")
+_LEADING = re.compile(r"^(?:\s|:)+")
+
+
+def check_size(s: str) -> None:
+    """Raise :class:`TooLarge` when *s* is longer than MAX_ANSWER or nests deeper than MAX_DEPTH."""
+    if len(s) > MAX_ANSWER:
+        raise TooLarge(f"answer of {len(s)} characters (limit {MAX_ANSWER})")
+    depth = 0
+    for ch in s:
+        if ch in "{([":
+            depth += 1
+            if depth > MAX_DEPTH:
+                raise TooLarge(f"nesting deeper than {MAX_DEPTH}")
+        elif ch in "})]":
+            depth -= 1
+
+
+def clean(s: str) -> str:
+    """Rewrite a LaTeX answer into the canonical spelling the rest of the verifier expects.
+
+    Keeps spaces (the structure parser splits on words such as ``and``); see
+    :func:`squeeze` for the final, space-free form of a single value.
+    """
+    check_size(s)
+    s = _UNICODE_RE.sub(lambda m: _UNICODE[m.group(0)], s)
+    s = _DELIMS.sub(" ", s)
+    for pat, rep in _SUBS:
+        s = pat.sub(rep, s)
+    s = s.strip()
+    for _ in range(3):  # "5 \text{m}/\text{s}" style units, peeled from the end
+        m = _TRAILING_UNIT.search(s)
+        if not m or m.start() == 0:
+            break
+        s = s[: m.start()].rstrip().rstrip("/").rstrip()
+    s = _TEXT_UNWRAP.sub(lambda m: m.group(1), s)
+    s = _LEADING.sub("", _TRAILING_PUNCT.sub("", s))
+    m = _PLAIN_NUMBER_UNIT.match(s)
+    if m and not (set(re.findall(r"[a-zA-Z]+", s[m.end(1):])) & _MATH_WORDS):
+        s = m.group(1)
+    if _THOUSANDS.match(s):
+        s = s.replace(",", "")
+    return s
+
+
+_CMD_SPACE = re.compile(r"(\\[a-zA-Z]+)\s+(?=[a-zA-Z0-9])")
+_WS = re.compile(r"\s+")
+
+
+def squeeze(s: str) -> str:
+    """Drop spaces that carry no meaning (keeps one after a command: ``\\pi r`` stays)."""
+    s = _CMD_SPACE.sub(lambda m: m.group(1) + "\x00", s.strip())
+    return _WS.sub("", s).replace("\x00", " ")
+
+
+@dataclass(frozen=True)
+class Num:
+    """A plain number read exactly: its value, and how it was written.
+
+    ``decimal`` marks a number written with a decimal point or in scientific notation;
+    ``places`` is its count of digits after the point (scaled by the exponent) and ``sig`` its
+    significant digits. ``percent`` marks a trailing ``%`` (``value`` excludes it).
+    """
+
+    value: Fraction
+    decimal: bool = False
+    places: int = 0
+    sig: int = 0
+    percent: bool = False
+
+
+_INT = re.compile(r"^([+-]?)(\d+)$")
+_DEC = re.compile(r"^([+-]?)(\d*)\.(\d+)$")
+_SCI = re.compile(r"^([+-]?)(\d+)(?:\.(\d+))?(?:[eE]|(?:\\times|\\cdot|\*|x)10\^)\{?([+-]?\d{1,3})\}?$")
+_POW10 = re.compile(r"^([+-]?)10\^\{?([+-]?\d{1,3})\}?$")
+_FRAC = re.compile(r"^([+-]?)\\frac\{([+-]?\d+)\}\{([+-]?\d+)\}$")
+_SLASH = re.compile(r"^([+-]?)(\d+)/(\d+)$")
+_MIXED = re.compile(r"^([+-]?)(\d+)\\frac\{(\d+)\}\{(\d+)\}$")
+
+
+def parse_number(s: str) -> Num | None:
+    """Read *s* (a squeezed answer) as an exact number, or return None.
+
+    Accepts integers (leading zeros allowed: AIME's ``023``), decimals, scientific notation
+    (``1.5e-3``, ``1.5\\times10^{-3}``, ``10^{-5}``), ``\\frac{a}{b}``, ``a/b``, mixed numbers
+    (``3\\frac{1}{2}`` = 7/2), an optional sign and a trailing ``%``.
+    """
+    if len(s) > 200:
+        return None
+    pct = s.endswith("%")
+    if pct:
+        s = s[:-1]
+    if m := _INT.match(s):
+        return Num(_signed(m.group(1), Fraction(int(m.group(2)))), percent=pct)
+    if m := _DEC.match(s):
+        ip, fp = m.group(2), m.group(3)
+        return Num(_signed(m.group(1), Fraction(int(ip or "0") * 10 ** len(fp) + int(fp),
+                                               10 ** len(fp))),
+                   True, len(fp), _sig(ip + fp), pct)
+    if m := _SCI.match(s):
+        ip, fp, e = m.group(2), m.group(3) or "", int(m.group(4))
+        if abs(e) > MAX_EXP:
+            return None
+        mant = Fraction(int(ip + fp), 10 ** len(fp))
+        return Num(_signed(m.group(1), mant * Fraction(10) ** e), True, len(fp) - e,
+                   _sig(ip + fp), pct)
+    if m := _POW10.match(s):
+        e = int(m.group(2))
+        return None if abs(e) > MAX_EXP else Num(_signed(m.group(1), Fraction(10) ** e),
+                                                 percent=pct)
+    if m := _FRAC.match(s) or _SLASH.match(s):
+        den = int(m.group(3))
+        return None if den == 0 else Num(_signed(m.group(1), Fraction(int(m.group(2)), den)),
+                                         percent=pct)
+    if m := _MIXED.match(s):
+        den = int(m.group(4))
+        if den == 0:
+            return None
+        return Num(_signed(m.group(1), int(m.group(2)) + Fraction(int(m.group(3)), den)),
+                   percent=pct)
+    return None
+
+
+def _signed(sign: str, v: Fraction) -> Fraction:
+    return -v if sign == "-" else v
+
+
+def _sig(digits: str) -> int:
+    return len(digits.lstrip("0")) or 1
+
+
+def terminates(v: Fraction) -> bool:
+    """True when *v* has a finite decimal expansion (denominator of only 2s and 5s)."""
+    d = v.denominator
+    for p in (2, 5):
+        while d % p == 0:
+            d //= p
+    return d == 1
+
+
+def decimal_matches(dec: Num, exact: Fraction, exact_terminates: bool) -> bool:
+    """The tolerance rule for a decimal against an exact value.
+
+    A decimal equals an exact value when the values are equal. Otherwise it equals it only
+    when the exact value does not terminate (1/3, sqrt 2, pi), the decimal has at least 3
+    significant digits, and it is the exact value rounded to the decimal's own places:
+    ``0.333`` = 1/3 and ``3.14`` = pi, but ``0.33`` != 1/3 and ``0.13`` != 1/8.
+    """
+    if exact == dec.value:
+        return True
+    if exact_terminates or dec.sig < 3:
+        return False
+    return abs(exact - dec.value) <= Fraction(10) ** (-dec.places) / 2
+
+
+def numbers_equal(g: Num, p: Num) -> bool:
+    """Exact numbers compare exactly; two decimals compare by value (``0.50`` = ``0.5``);
+    a decimal against an exact non-terminating value uses :func:`decimal_matches`.
+
+    Percent policy: when exactly one side carries ``%``, that side may be read as ``p`` or as
+    ``p/100`` (``50%`` = ``50`` = ``0.5``); when both carry it, the numbers compare as written.
+    Without any ``%``, ``50`` != ``0.5``.
+    """
+    if g.percent == p.percent:
+        return _num_eq(g, p)
+    pc, other = (g, p) if g.percent else (p, g)
+    scaled = Num(pc.value / 100, pc.decimal, pc.places + 2, pc.sig)
+    return _num_eq(pc, other) or _num_eq(scaled, other)
+
+
+def _num_eq(a: Num, b: Num) -> bool:
+    if a.value == b.value:
+        return True
+    if a.decimal == b.decimal:
+        return False
+    dec, ex = (a, b) if a.decimal else (b, a)
+    return decimal_matches(dec, ex.value, terminates(ex.value))

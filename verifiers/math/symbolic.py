@@ -1,0 +1,190 @@
+"""Symbolic equivalence of two single values with sympy (runs inside the bounded worker).
+
+LaTeX is parsed by ``latex2sympy2_extended`` (symbols keep their case; ``i`` is the imaginary
+unit and ``e`` Euler's number). Rules, after the fast path of ``check.py`` has had its say:
+
+- numbers without symbols: equal when they agree to 1e-30 relative (50-digit evaluation), so
+  ``2\\sqrt{2}`` = ``\\sqrt{8}``; a plain decimal against an irrational uses the rounding rule
+  of :func:`normalize.decimal_matches` (``1.41`` = ``\\sqrt2``, ``1.4`` != ``\\sqrt2``);
+  an expression with decimal literals inside compares to 1e-12 relative;
+- expressions with symbols: equal when their difference vanishes at several fixed generic
+  points, real and of both signs (at least 3 points where both sides are finite, otherwise
+  ``simplify``). Removable singularities are ignored: ``\\frac{x^2-1}{x-1}`` = ``x+1``; no
+  domain reasoning: ``\\sqrt{x^2}`` != ``x`` (they differ at negative points). Variable names
+  matter (``2t+1`` != ``2x+1``);
+- equations: ``l1=r1`` equals ``l2=r2`` when ``l1-r1`` is a nonzero constant multiple of
+  ``l2-r2`` (``y=2x+1`` = ``2x+1-y=0``); inequalities compare in sympy's canonical form;
+- infinities compare exactly; other sympy objects (sets, matrices) by sympy equality;
+- a value with an integer exponent beyond 10^4 in magnitude (``10^{10^{10}}``) is not
+  compared at all: reason ``too_large``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+from functools import lru_cache
+
+import sympy
+from dapo_bench.verifiers.math.check import Undecided, fast_leaf_eq
+from dapo_bench.verifiers.math.normalize import (
+    TooLarge,
+    decimal_matches,
+    parse_number,
+    terminates,
+)
+from latex2sympy2_extended import latex2sympy
+from latex2sympy2_extended.latex2sympy2 import ConversionConfig
+
+_CONFIG = ConversionConfig(lowercase_symbols=False)
+_POINTS = ("0.5772156649015329", "1.3247179572447460", "-0.7071067811865475",
+           "2.2360679774997897", "-1.6180339887498949", "0.3183098861837907", "-2.6457513110645906")
+_EXACT_TOL = sympy.Float("1e-30", 50)
+_FLOAT_TOL = sympy.Float("1e-12", 50)
+_SPECIAL = (sympy.oo, -sympy.oo, sympy.zoo, sympy.nan)
+
+
+MAX_POWER = 10**4  # |integer exponent| beyond which a value is too large to handle exactly
+
+
+@dataclass
+class State:
+    parse_failed: bool = False
+    too_large: bool = False
+
+
+@lru_cache(maxsize=4096)
+def to_sympy(text: str):
+    """Parse one squeezed LaTeX value; None when latex2sympy cannot read it."""
+    try:
+        expr = latex2sympy(text, normalization_config=None, conversion_config=_CONFIG)
+    except Exception:  # noqa: BLE001  (the parser raises many kinds: all mean 'unreadable')
+        return None
+    if not isinstance(expr, sympy.Basic):
+        return None
+    for pw in expr.atoms(sympy.Pow):
+        if pw.exp.is_Integer and abs(pw.exp) > MAX_POWER:
+            raise TooLarge(f"exponent {pw.exp} in {text[:40]!r}")
+    i, e = sympy.Symbol("i"), sympy.Symbol("e")
+    if expr.has(i) or expr.has(e):
+        expr = expr.xreplace({i: sympy.I, e: sympy.E})
+    return expr
+
+
+def leaf_eq(g: str, p: str, state: State) -> bool:
+    try:
+        return fast_leaf_eq(g, p)
+    except Undecided:
+        pass
+    if g.endswith("%") != p.endswith("%"):  # percent policy: see normalize.numbers_equal
+        pc, other = (g, p) if g.endswith("%") else (p, g)
+        base = pc[:-1]
+        return leaf_eq(base, other, state) or leaf_eq(rf"\frac{{{base}}}{{100}}", other, state)
+    if g.endswith("%") and p.endswith("%"):
+        g, p = g[:-1], p[:-1]
+    try:
+        a, b = to_sympy(g), to_sympy(p)
+    except TooLarge:
+        state.too_large = True
+        return False
+    if a is None or b is None:
+        state.parse_failed = True
+        return False
+    for dec_text, exact in ((g, b), (p, a)):
+        dec = parse_number(dec_text)
+        if dec is not None and dec.decimal and _is_constant(exact):
+            return _decimal_vs_exact(dec, exact)
+    return equal(a, b)
+
+
+def _is_constant(x) -> bool:
+    return isinstance(x, sympy.Expr) and not x.free_symbols and not x.has(*_SPECIAL)
+
+
+def _decimal_vs_exact(dec, exact) -> bool:
+    if exact.has(sympy.Float):
+        return _numbers_close(sympy.Rational(dec.value.numerator, dec.value.denominator),
+                              exact, _FLOAT_TOL)
+    if exact.is_Rational:
+        v = Fraction(int(exact.p), int(exact.q))
+        return decimal_matches(dec, v, terminates(v))
+    val = exact.evalf(60)
+    if not val.is_real:
+        return False
+    v = Fraction(str(val))
+    if abs(v - dec.value) <= Fraction(1, 10**40) * max(1, abs(v)):
+        return True  # an exact form of the same terminating value (\sin\frac{\pi}{6} = 0.5)
+    return decimal_matches(dec, v, False)
+
+
+def equal(a, b) -> bool:
+    """Sympy-level equality of two parsed values (see the module docstring)."""
+    if a == b:
+        return True
+    if isinstance(a, sympy.Equality) and isinstance(b, sympy.Equality):
+        return _equations_equal(a, b)
+    if isinstance(a, sympy.core.relational.Relational) or isinstance(
+            b, sympy.core.relational.Relational):
+        return type(a) is type(b) and bool(a.canonical == b.canonical)
+    if not (isinstance(a, sympy.Expr) and isinstance(b, sympy.Expr)):
+        return bool(a == b)
+    if a.has(*_SPECIAL) or b.has(*_SPECIAL):
+        return False
+    tol = _FLOAT_TOL if (a.has(sympy.Float) or b.has(sympy.Float)) else _EXACT_TOL
+    syms = sorted(a.free_symbols | b.free_symbols, key=lambda s: s.name)
+    if not syms:
+        return _numbers_close(a, b, tol)
+    return _identity(a, b, syms, tol)
+
+
+def _numbers_close(a, b, tol) -> bool:
+    va, vb = a.evalf(50), b.evalf(50)
+    if not (va.is_number and vb.is_number) or va.has(*_SPECIAL) or vb.has(*_SPECIAL):
+        return False
+    return bool(abs(va - vb) <= tol * max(1, abs(va)))
+
+
+def _values(exprs, syms, k: int):
+    subs = {s: sympy.Float(_POINTS[(k + 2 * j) % len(_POINTS)], 30) for j, s in enumerate(syms)}
+    out = []
+    for e in exprs:
+        v = e.evalf(30, subs=subs)
+        if not v.is_number or v.has(*_SPECIAL):
+            return None
+        out.append(v)
+    return out
+
+
+def _identity(a, b, syms, tol) -> bool:
+    valid = 0
+    for k in range(len(_POINTS)):
+        vals = _values((a, b), syms, k)
+        if vals is None:
+            continue
+        va, vb = vals
+        if abs(va - vb) > max(tol, sympy.Float("1e-20")) * max(1, abs(va)):
+            return False
+        valid += 1
+        if valid >= 3:
+            return True
+    return sympy.simplify(a - b) == 0
+
+
+def _equations_equal(a, b) -> bool:
+    d1, d2 = a.lhs - a.rhs, b.lhs - b.rhs
+    syms = sorted(d1.free_symbols | d2.free_symbols, key=lambda s: s.name)
+    if not syms:
+        return False
+    ratio, valid = None, 0
+    for k in range(len(_POINTS)):
+        vals = _values((d1, d2), syms, k)
+        if vals is None or abs(vals[1]) < 1e-20:
+            continue
+        r = vals[0] / vals[1]
+        if abs(r) < 1e-20 or (ratio is not None and abs(r - ratio) > 1e-15 * max(1, abs(ratio))):
+            return False
+        ratio, valid = r, valid + 1
+        if valid >= 3:
+            return True
+    return False
+

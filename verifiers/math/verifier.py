@@ -1,0 +1,228 @@
+"""The math verifier: ``verify``, ``verify_batch``, ``normalize_answer`` and ``MathVerifier``.
+
+One check: extract the answer (``mode="full"``) or take the prediction as the answer
+(``mode="answer"``; a ``\\boxed{}`` in it is still unwrapped), clean and parse both sides
+(cached), try the fast path, and send only the undecided pairs to a sympy worker with a hard
+deadline. Reasons: ``ok``, ``wrong_answer``, ``no_answer``, ``timeout``, ``too_large``
+(response over 100,000 characters, answer over 4,000, or nesting deeper than 48), and
+``parse_error`` (not equal, and sympy could not read one side).
+
+Gold forms: a string (``"\\frac{1}{2}"``, ``"$(1,2)$"``), a number (AMC's ``27.0`` means 27),
+or a list/tuple of *alternative* acceptable forms, any of which may match (so OlympiadBench's
+``final_answer`` list can be passed as is). A gold with several answers, all required, is
+ONE string with the answers separated by commas, ``and`` or ``or`` (``"1331 and 1728"``,
+``"$1$, $2$"``): the prediction must list the same answers, in any order.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from dapo_bench.verifiers.base import VERIFIERS, Verdict
+from dapo_bench.verifiers.math.check import fast_compare, prepare
+from dapo_bench.verifiers.math.extract import MAX_TEXT, extract_answer, last_boxed
+from dapo_bench.verifiers.math.normalize import MAX_ANSWER, TooLarge, parse_number
+from dapo_bench.verifiers.math.structure import Node
+from dapo_bench.verifiers.math.worker import Timeout, WorkerError, WorkerPool
+
+from dapo_bench.errors import UserError
+
+MODES = ("full", "answer")
+SMALL_BATCH = 32  # below this, a batch runs in the calling thread (no pool start-up)
+
+
+def gold_forms(gold: Any) -> list[str]:
+    """The acceptable forms of *gold* (see the module docstring); UserError for other types."""
+    if isinstance(gold, (list, tuple)):
+        if not gold:
+            raise UserError("gold answer is an empty list")
+        return [f for g in gold for f in gold_forms(g)]
+    if isinstance(gold, bool) or gold is None:
+        raise UserError(f"gold answer must be a string, number or list, got {gold!r}")
+    if isinstance(gold, int):
+        return [str(gold)]
+    if isinstance(gold, float):
+        return [str(int(gold)) if gold.is_integer() else repr(gold)]
+    if isinstance(gold, str):
+        return [gold]
+    raise UserError(f"gold answer must be a string, number or list, got {type(gold).__name__}")
+
+
+def _check(prediction: Any, gold: Any, mode: str, fallback: bool, timeout: float,
+           pool: WorkerPool) -> Verdict:
+    t0 = time.perf_counter()
+    forms = gold_forms(gold)
+
+    def done(passed: bool, reason: str, ans: str | None = None) -> Verdict:
+        return Verdict(passed, reason, ans, time.perf_counter() - t0)
+
+    text = prediction if isinstance(prediction, str) else ("" if prediction is None
+                                                           else str(prediction))
+    if len(text) > MAX_TEXT:
+        return done(False, "too_large")
+    if mode == "full":
+        ans = extract_answer(text, fallback_last_number=fallback)
+    else:
+        ans = last_boxed(text) or text.strip()
+    if not ans:
+        return done(False, "no_answer")
+    if len(ans) > MAX_ANSWER:
+        return done(False, "too_large", ans[:200])
+    try:
+        pred = prepare(ans)
+        golds = [(g, prepare(g)) for g in forms]
+    except TooLarge:
+        return done(False, "too_large", ans)
+    pending = []
+    for g, node in golds:
+        r = fast_compare(node, pred)
+        if r:
+            return done(True, "ok", ans)
+        if r is None:
+            pending.append(g)
+    reason = "wrong_answer"
+    deadline = t0 + timeout
+    for g in pending:
+        try:
+            ok, why_not = pool.run("compare", (g, ans), max(0.0, deadline - time.perf_counter()))
+        except Timeout:
+            reason = "timeout"
+            break
+        except WorkerError:
+            reason = "parse_error" if reason == "wrong_answer" else reason
+            continue
+        if ok:
+            return done(True, "ok", ans)
+        if why_not and reason == "wrong_answer":
+            reason = why_not
+    return done(False, reason, ans)
+
+
+def _check_args(mode: str, timeout: float) -> None:
+    if mode not in MODES:
+        raise UserError(f"math verifier: unknown mode {mode!r} (known: {', '.join(MODES)})")
+    if not timeout or timeout <= 0:
+        raise UserError(f"math verifier: timeout must be > 0 seconds, got {timeout!r}")
+
+
+_DEFAULT: dict[str, WorkerPool] = {}
+_DEFAULT_LOCK = threading.Lock()
+
+
+def _default_pool() -> WorkerPool:
+    with _DEFAULT_LOCK:
+        if "pool" not in _DEFAULT:
+            _DEFAULT["pool"] = WorkerPool(os.cpu_count() or 1)
+        return _DEFAULT["pool"]
+
+
+def verify(prediction_text: str, gold: Any, *, mode: str = "full",
+           fallback_last_number: bool = True, timeout: float = 5.0) -> Verdict:
+    """Check one prediction against a gold answer; never takes much longer than *timeout*.
+
+    Uses a process-wide pool of sympy workers (one per core, started on first need); safe to
+    call from several threads at once.
+    """
+    _check_args(mode, timeout)
+    return _check(prediction_text, gold, mode, fallback_last_number, timeout, _default_pool())
+
+
+def _map(fn, n: int, workers: int) -> list[Verdict]:
+    if workers <= 1 or n < SMALL_BATCH:
+        return [fn(i) for i in range(n)]
+    with ThreadPoolExecutor(max_workers=workers) as ex:
+        return list(ex.map(fn, range(n)))
+
+
+def _pair_check(predictions: Sequence, golds: Sequence) -> None:
+    if len(predictions) != len(golds):
+        raise UserError(f"{len(predictions)} predictions but {len(golds)} gold answers")
+
+
+def verify_batch(predictions: Sequence[str], golds: Sequence[Any], *, mode: str = "full",
+                 fallback_last_number: bool = True, timeout: float = 5.0,
+                 workers: int | None = None) -> list[Verdict]:
+    """:func:`verify` over pairs, in order; sympy work spread over all cores."""
+    _check_args(mode, timeout)
+    _pair_check(predictions, golds)
+    pool = _default_pool()
+    return _map(lambda i: _check(predictions[i], golds[i], mode, fallback_last_number, timeout,
+                                 pool), len(predictions), workers or pool.size)
+
+
+@VERIFIERS.register("math", help="answer extraction + exact/sympy equivalence (bounded)")
+class MathVerifier:
+    """Math answers: ``verify(prediction, gold) -> Verdict`` (see the module docstring).
+
+    ``workers`` sympy worker processes (default: all cores) are started lazily and killed by
+    :meth:`close` (or on exit). ``workers=1`` and batches under 32 run in the calling thread
+    with a single bounded worker.
+    """
+
+    name = "math"
+    version = "1.0"
+    fields = ("prediction", "gold")
+
+    def __init__(self, *, timeout: float = 5.0, workers: int | None = None, mode: str = "full",
+                 fallback_last_number: bool = True, **unknown: Any) -> None:
+        if unknown:
+            raise UserError(f"math verifier: unknown option(s) {', '.join(sorted(unknown))} "
+                            "(known: timeout, workers, mode, fallback_last_number)")
+        _check_args(mode, timeout)
+        if workers is not None and workers < 1:
+            raise UserError(f"math verifier: workers must be >= 1, got {workers}")
+        self.timeout, self.mode, self.fallback_last_number = float(timeout), mode, \
+            bool(fallback_last_number)
+        self.workers = workers or os.cpu_count() or 1
+        self._pool = WorkerPool(self.workers)
+
+    def verify(self, prediction: Any, gold: Any) -> Verdict:
+        return _check(prediction, gold, self.mode, self.fallback_last_number, self.timeout,
+                      self._pool)
+
+    def verify_batch(self, predictions: Sequence[Any], golds: Sequence[Any]) -> list[Verdict]:
+        _pair_check(predictions, golds)
+        return _map(lambda i: self.verify(predictions[i], golds[i]), len(predictions),
+                    self.workers)
+
+    def close(self) -> None:
+        self._pool.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def normalize_answer(ans: str) -> str:
+    """A canonical key for majority voting: equal keys for simple equivalent answers
+    (``\\frac12``, ``0.5``, ``1/2`` -> ``1/2``; ``50\\%`` -> ``50``; sets sorted; ``x=3`` ->
+    ``3``). No sympy, bounded by the size limits; expressions keep their cleaned spelling."""
+    if not isinstance(ans, str):
+        ans = "" if ans is None else str(ans)
+    try:
+        return _key(prepare(ans))
+    except TooLarge:
+        return ans.strip()[:200]
+
+
+def _key(n: Node) -> str:
+    if n.kind == "leaf":
+        num = parse_number(n.text)
+        if num is not None:
+            return str(num.value)
+        return n.text.lower() if n.text.isalpha() and len(n.text) >= 4 else n.text
+    if n.kind == "eq":
+        return _key(n.items[0])
+    keys = [_key(c) for c in n.items]
+    if n.kind == "tuple":
+        return n.text[0] + ",".join(keys) + n.text[1]
+    if n.kind == "matrix":
+        return "matrix[" + ";".join(keys) + "]"
+    return ("U" if n.kind == "union" else "") + "{" + ",".join(sorted(keys)) + "}"

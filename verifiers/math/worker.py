@@ -1,0 +1,205 @@
+"""Bounded sympy work: persistent worker processes with a hard deadline per call.
+
+A :class:`WorkerPool` keeps up to ``size`` worker processes (``python -m
+dapo_bench.verifiers.math.serve FD``), each with sympy and latex2sympy imported once and its
+parse cache kept between calls. A call takes an idle worker (starting one if fewer than
+``size`` exist), sends the job over a socket pair and waits at most the remaining time; on
+overrun the worker is killed (SIGKILL) and replaced later, and the call raises
+:class:`Timeout`. This works from any thread; no ``signal.alarm``.
+
+The deadline covers waiting for a free worker and the job itself. The one-off start of a
+worker (import of sympy, about 1 s) is bounded separately by ``STARTUP_TIMEOUT`` and is not
+charged to the call that happens to trigger it, so a cold start never turns into a spurious
+"timeout" verdict.
+
+Cleanup: :meth:`WorkerPool.close` kills every worker; an ``atexit`` hook closes every pool
+still open; a worker exits when its socket closes, and a watchdog thread in it exits the
+process within about 0.5 s of its parent dying (even while a sympy call runs).
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import subprocess
+import sys
+import threading
+import time
+import weakref
+from multiprocessing.connection import Connection, Pipe
+
+STARTUP_TIMEOUT = 120.0
+_POOLS: weakref.WeakSet = weakref.WeakSet()
+
+
+class Timeout(Exception):
+    """The job did not finish within its deadline (its worker was killed)."""
+
+
+class WorkerError(Exception):
+    """The worker raised or died; the message says what happened."""
+
+
+class _Worker:
+    def __init__(self) -> None:
+        parent, child = Pipe(duplex=True)
+        env = dict(os.environ, PYTHONHASHSEED="0")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "dapo_bench.verifiers.math.serve", str(child.fileno())],
+            pass_fds=(child.fileno(),), stdin=subprocess.DEVNULL, env=env)
+        child.close()
+        self.conn: Connection = parent
+        self.ready = False
+
+    def wait_ready(self) -> None:
+        if self.ready:
+            return
+        if not self.conn.poll(STARTUP_TIMEOUT):
+            self.kill()
+            raise WorkerError(f"math worker did not start within {STARTUP_TIMEOUT:.0f}s")
+        try:
+            msg = self.conn.recv()
+        except (EOFError, OSError):
+            msg = None
+        if msg != "ready":
+            self.kill()
+            raise WorkerError(f"math worker failed to start (got {msg!r})")
+        self.ready = True
+
+    def kill(self) -> None:
+        try:
+            self.proc.kill()
+        except OSError:
+            pass
+        self.proc.wait()
+        self.conn.close()
+
+
+class WorkerPool:
+    """Up to *size* persistent sympy workers, each call with a hard deadline."""
+
+    def __init__(self, size: int = 1) -> None:
+        self.size = max(1, int(size))
+        self._idle: list[_Worker] = []
+        self._count = 0
+        self._cond = threading.Condition()
+        self._closed = False
+        _POOLS.add(self)
+
+    def warm(self, n: int | None = None) -> None:
+        """Start up to *n* workers now (non-blocking) so the first calls find them ready."""
+        with self._cond:
+            while self._count < min(self.size, n or self.size) and not self._closed:
+                self._idle.append(_Worker())
+                self._count += 1
+
+    def _acquire(self, deadline: float) -> _Worker:
+        with self._cond:
+            while True:
+                if self._closed:
+                    raise WorkerError("worker pool is closed")
+                if self._idle:
+                    return self._idle.pop()
+                if self._count < self.size:
+                    self._count += 1
+                    break
+                left = deadline - time.monotonic()
+                if left <= 0 or not self._cond.wait(left):
+                    raise Timeout("no free worker before the deadline")
+        try:
+            return _Worker()
+        except BaseException:
+            with self._cond:
+                self._count -= 1
+                self._cond.notify()
+            raise
+
+    def _release(self, w: _Worker | None) -> None:
+        with self._cond:
+            if w is None or self._closed:
+                self._count -= 1
+                if w is not None:
+                    w.kill()
+            else:
+                self._idle.append(w)
+            self._cond.notify()
+
+    def run(self, op: str, args: tuple, timeout: float):
+        """Run ``op(*args)`` in a worker; at most *timeout* seconds (plus a cold start)."""
+        deadline = time.monotonic() + timeout
+        w = self._acquire(deadline)
+        try:
+            if not w.ready:
+                t0 = time.monotonic()
+                w.wait_ready()
+                deadline += time.monotonic() - t0  # a cold start is not charged to the call
+            w.conn.send((op, args))
+            if not w.conn.poll(max(0.0, deadline - time.monotonic())):
+                w.kill()
+                w = self._drop(w)
+                raise Timeout(f"{op} exceeded {timeout:g}s")
+            status, value = w.conn.recv()
+        except (EOFError, OSError, BrokenPipeError) as e:
+            w.kill()
+            w = self._drop(w)
+            raise WorkerError(f"math worker died: {e!r}") from None
+        except WorkerError:
+            w = self._drop(w)
+            raise
+        finally:
+            if w is not None:
+                self._release(w)
+        if status != "ok":
+            raise WorkerError(value)
+        return value
+
+    def _drop(self, w: _Worker) -> None:
+        """Forget a killed worker (frees its slot); returns None for `w = self._drop(w)`."""
+        self._release(None)
+
+    def close(self) -> None:
+        """Kill every worker of this pool; later calls raise WorkerError."""
+        with self._cond:
+            self._closed = True
+            idle, self._idle = self._idle, []
+            self._count -= len(idle)
+            self._cond.notify_all()
+        for w in idle:
+            w.kill()
+
+    def pids(self) -> list[int]:
+        with self._cond:
+            return [w.proc.pid for w in self._idle]
+
+
+@atexit.register
+def _close_all() -> None:
+    for pool in list(_POOLS):
+        pool.close()
+
+
+def _watch_parent(parent: int) -> None:
+    while os.getppid() == parent:
+        time.sleep(0.5)
+    os._exit(0)  # the parent is gone: do not outlive it, even inside a long sympy call
+
+
+def serve(fd: int) -> None:
+    """The worker's loop: answer (op, args) messages on fd until the socket closes."""
+    threading.Thread(target=_watch_parent, args=(os.getppid(),), daemon=True).start()
+    conn = Connection(fd)
+    from dapo_bench.verifiers.math import check, symbolic  # noqa: F401  (warm imports)
+
+    ops = {"compare": check.full_compare, "ping": lambda: "pong"}
+    conn.send("ready")
+    while True:
+        try:
+            op, args = conn.recv()
+        except (EOFError, OSError):
+            return
+        try:
+            out = ("ok", ops[op](*args))
+        except Exception as e:  # noqa: BLE001  (reported to the caller as WorkerError)
+            out = ("error", f"{type(e).__name__}: {e}")
+        conn.send(out)
+
