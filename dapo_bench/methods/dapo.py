@@ -1,0 +1,143 @@
+"""DAPO (Liu et al., step-level): Direct Advantage Policy Optimization, arXiv 2412.18279.
+
+NOT ByteDance's "DAPO" (decoupled clip and dynamic sampling, arXiv 2503.14476). Offline and
+step-level: a critic trained on Monte Carlo values scores candidate next steps, and the actor
+regresses each step's log-ratio onto advantage / beta. One iteration, each stage a resumable
+artifact under ``runs/<id>/it<k>/``:
+
+1. ``rollouts.jsonl``   pi_ref samples ``n_samples`` responses per training problem (append-only)
+2. ``states.jsonl``     ``n_rollouts`` of them kept (balanced correct/wrong), split at ``\\n``
+                        into prefix states (identical prefixes of one problem merged)
+3. ``mc.jsonl``         ``mc_samples`` completions per state; label = fraction accepted
+                        (append-only: a kill resumes without redoing finished states)
+4. ``critic/``          LM backbone + scalar head + sigmoid, soft-label BCE; held-out Brier/ECE
+5. ``advantages.jsonl`` first steps of the completions as candidate actions, A = V(s+a) - mean,
+                        unique actions, low-spread states dropped
+6. ``actor/``           the trained policy (a transformers model dir); ``ref_logprobs.json``
+7. with ``iterations`` > 1 the actor becomes pi_ref of the next iteration.
+Then ``run_training`` evaluates reference, final policy and the equal-compute SFT control.
+
+Not covered: vLLM-specific prefix-cache tuning (the backend's own), multi-node runs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from dapo_bench.methods.base import MethodOutput, RunContext, register_method
+from dapo_bench.training.actor import ActorConfig
+from dapo_bench.training.critic import CriticConfig
+
+
+@dataclass(frozen=True)
+class DapoConfig:
+    """DAPO (Liu et al., step-level) settings; ``--set key=value`` / YAML fill them.
+
+    beta: KL weight; the actor's target log-ratio is A/beta (paper: 0.01; ablation 0.002-0.1).
+    iterations: DAPO iterations; iteration k+1 uses the actor of iteration k as pi_ref.
+    n_problems: training problems per iteration (None: the whole training split); with
+        fresh_problems each iteration takes the next n_problems of the split.
+    n_samples: n1, responses sampled per problem (paper: 32).
+    n_rollouts: n, responses kept per problem, balanced correct/wrong (paper: 6).
+    mc_samples: m, completions per state for its Monte Carlo label; their first steps are the
+        M candidate actions of stage B (paper: 16).
+    temperature, top_p: sampling for rollouts and completions (paper: 1.0, 1.0).
+    max_new_tokens: generation cap (0: the task's max_new_tokens).
+    min_spread: drop a state whose advantage spread (max - min) is under this (default 0.1).
+    gen_chunk: states/problems per generation call (the unit of resumption).
+    critic: CriticConfig (model, lr [paper 5e-6 for 7B], epochs [paper 1], batch_size,
+        heldout_frac, bins, max_length).
+    actor: ActorConfig (lr, epochs, batch_actions, grad_clip, max_length).
+    """
+
+    beta: float = 0.01
+    iterations: int = 1
+    n_problems: int | None = None
+    fresh_problems: bool = True
+    n_samples: int = 32
+    n_rollouts: int = 6
+    mc_samples: int = 16
+    temperature: float = 1.0
+    top_p: float = 1.0
+    max_new_tokens: int = 0
+    min_spread: float = 0.1
+    gen_chunk: int = 64
+    critic: CriticConfig = field(default_factory=CriticConfig)
+    actor: ActorConfig = field(default_factory=ActorConfig)
+
+    def __post_init__(self) -> None:
+        if self.beta <= 0:
+            raise ValueError(f"beta must be > 0, got {self.beta}")
+        for name in ("iterations", "n_samples", "n_rollouts", "mc_samples", "gen_chunk"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+
+
+TOY = {
+    "n_problems": 256, "n_samples": 8, "n_rollouts": 4, "mc_samples": 4, "beta": 0.05,
+    "critic": {"lr": 1e-3, "epochs": 2, "batch_size": 64, "max_length": 256},
+    "actor": {"lr": 2e-4, "epochs": 2, "batch_actions": 64, "max_length": 256},
+}
+PRESETS = {"default": {}, "toy": TOY}
+
+
+def _default_preset(opts: Any) -> str:
+    return "toy" if opts.task.split(":")[0] == "arith" and not opts.model else "default"
+
+
+@register_method(
+    "dapo", config=DapoConfig, presets=PRESETS, default_preset=_default_preset,
+    help="DAPO (Liu et al., step-level): offline, MC-labelled critic, A/beta log-ratio "
+         "regression (arXiv 2412.18279; not ByteDance's DAPO)",
+)
+def train_dapo(ctx: RunContext, cfg: DapoConfig) -> MethodOutput:
+    from dapo_bench.ledger import BudgetExhausted
+    from dapo_bench.methods.report import eval_policy
+
+    policy = ctx.opts.model
+    out = MethodOutput(model_dir=policy)
+    for k in range(1, cfg.iterations + 1):
+        try:
+            ctx.ledger.check_budget()
+            it = _iteration(ctx, cfg, k, policy)
+        except BudgetExhausted as e:
+            ctx.log(f"iteration {k}: {e}; stopping")
+            break
+        policy = it["actor_dir"]
+        label = "final" if k == cfg.iterations else f"it{k}"
+        it["eval"] = eval_policy(ctx, policy, label)
+        out.iterations.append(it)
+        out.history.extend({"iteration": k, **h} for h in it.pop("actor_history"))
+        out.model_dir = policy
+    if out.iterations:
+        out.extra["critic"] = out.iterations[-1]["critic"]
+    return out
+
+
+def _iteration(ctx: RunContext, cfg: DapoConfig, k: int, policy: str) -> dict:
+    from dapo_bench.methods import dapo_stages as st
+
+    d = ctx.run_dir / f"it{k}"
+    d.mkdir(parents=True, exist_ok=True)
+    p = f"it{k}."
+    scorer, problems = st.problems_for(ctx, cfg, k, policy)
+    try:
+        info: dict[str, Any] = {"iteration": k, "reference": policy}
+        info["rollouts"] = ctx.run_stage(p + "rollouts", lambda: st.rollouts(
+            ctx, cfg, policy, problems, scorer, d, p + "rollouts"))
+        info["states"] = ctx.run_stage(p + "states", lambda: st.states(ctx, cfg, problems, d))
+        info["mc"] = ctx.run_stage(p + "mc", lambda: st.mc_labels(
+            ctx, cfg, policy, scorer, d, p + "mc"))
+    finally:
+        scorer.close()
+    info["critic"] = ctx.run_stage(p + "critic", lambda: st.critic(
+        ctx, cfg, policy, d, p + "critic"))
+    info["advantages"] = ctx.run_stage(p + "advantages", lambda: st.advantages(
+        ctx, cfg, d, p + "advantages"))
+    actor = ctx.run_stage(p + "actor", lambda: st.actor(ctx, cfg, policy, d, p + "actor"))
+    info["actor"] = {kk: v for kk, v in actor.items() if kk != "history"}
+    info["actor_history"] = actor.get("history", [])
+    info["actor_dir"] = str(d / "actor")
+    return info
+

@@ -1,0 +1,206 @@
+"""The stages of one DAPO iteration (see ``dapo.py``), each writing its artifact under ``d``.
+
+Every function returns a small summary dict (stored in the stage marker and in results.json)
+and adds the tokens it processes to the run's ledger under its stage name. Generation stages
+append to JSONL logs and resume; the others are recomputed from their inputs when rerun.
+
+Not covered: sharing one critic across iterations (each iteration trains its own).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any
+
+from dapo_bench.generation.base import SamplingParams
+from dapo_bench.io import atomic_write_json, atomic_write_jsonl, read_json, read_jsonl
+from dapo_bench.training.rollouts import (
+    collect_rollouts,
+    generated_tokens,
+    make_states,
+    mc_label_states,
+    select_balanced,
+)
+
+
+def problems_for(ctx: Any, cfg: Any, k: int, policy: str) -> tuple[Any, list]:
+    """(scorer, problems) of iteration ``k``: with fresh_problems the k-th slice of the split."""
+    from transformers import AutoTokenizer
+
+    from dapo_bench.methods.data import Scorer, load_train_problems, load_train_task
+
+    n = cfg.n_problems
+    limit = None if n is None else (n * k if cfg.fresh_problems else n)
+    task = load_train_task(ctx, limit)
+    probs = load_train_problems(ctx, limit, AutoTokenizer.from_pretrained(policy), task=task)
+    if n is not None and cfg.fresh_problems:
+        probs = probs[n * (k - 1) :]
+        if not probs:
+            probs = load_train_problems(ctx, n, task=load_train_task(ctx, n))
+    return Scorer(task), probs
+
+
+def _params(ctx: Any, cfg: Any, scorer: Any, salt: int) -> SamplingParams:
+    spec = scorer.task.spec
+    return SamplingParams(
+        temperature=cfg.temperature, top_p=cfg.top_p,
+        max_new_tokens=cfg.max_new_tokens or spec.max_new_tokens,
+        stop=tuple(spec.stop or ()), seed=ctx.opts.seed * 7919 + salt,
+    )
+
+
+def rollouts(ctx, cfg, policy, problems, scorer, d: Path, stage: str) -> dict:
+    gen = ctx.generator(policy)
+    with ctx.progress("rollouts (problems)", len(problems)) as adv:
+        rows = collect_rollouts(
+            gen, problems, cfg.n_samples, scorer, params=_params(ctx, cfg, scorer, 1),
+            log_path=d / "rollouts.jsonl", chunk_size=cfg.gen_chunk, progress=adv,
+        )
+    ctx.ledger.add_inf(stage, generated_tokens(rows, "responses"))
+    acc = [sum(r["reward"] for r in row["responses"]) / len(row["responses"]) for row in rows]
+    return {
+        "n_problems": len(rows), "n_responses": sum(len(r["responses"]) for r in rows),
+        "accuracy": sum(acc) / max(len(acc), 1),
+        "all_correct": sum(a == 1.0 for a in acc), "all_wrong": sum(a == 0.0 for a in acc),
+    }
+
+
+def state_key(problem_id: str, prefix: str) -> str:
+    """A state's id: its problem and a hash of its prefix (equal prefixes merge)."""
+    return f"{problem_id}/{hashlib.sha256(prefix.encode()).hexdigest()[:12]}"
+
+
+def states(ctx, cfg, problems, d: Path) -> dict:
+    by_id = {p.id: p for p in problems}
+    out, seen, kept, kept_ok = [], set(), 0, 0.0
+    for row in read_jsonl(d / "rollouts.jsonl"):
+        p = by_id[row["problem_id"]]
+        for i in select_balanced(row["responses"], cfg.n_rollouts, seed=ctx.opts.seed):
+            resp = row["responses"][i]
+            kept += 1
+            kept_ok += resp["reward"]
+            for s in make_states(p.prompt, resp["text"]):
+                key = state_key(p.id, s["prefix"])
+                if key in seen:
+                    continue
+                seen.add(key)
+                out.append({"key": key, "problem_id": p.id, "prompt": p.prompt,
+                            "prefix": s["prefix"], "t": s["t"]})
+    atomic_write_jsonl(d / "states.jsonl", out)
+    return {"n_states": len(out), "kept_responses": kept,
+            "kept_accuracy": kept_ok / max(kept, 1)}
+
+
+def mc_labels(ctx, cfg, policy, scorer, d: Path, stage: str) -> dict:
+    sts = read_jsonl(d / "states.jsonl")
+    gen = ctx.generator(policy)
+    with ctx.progress("mc labels (states)", len(sts)) as adv:
+        rows = mc_label_states(
+            gen, sts, cfg.mc_samples, scorer, params=_params(ctx, cfg, scorer, 2),
+            log_path=d / "mc.jsonl", chunk_size=cfg.gen_chunk, progress=adv,
+        )
+    ctx.ledger.add_inf(stage, generated_tokens(rows, "completions"))
+    vals = [r["value"] for r in rows]
+    return {"n_states": len(rows), "n_completions": sum(len(r["completions"]) for r in rows),
+            "mean_value": sum(vals) / max(len(vals), 1),
+            "frac_0": sum(v == 0 for v in vals) / max(len(vals), 1),
+            "frac_1": sum(v == 1 for v in vals) / max(len(vals), 1)}
+
+
+def _heldout(problem_id: str, frac: float) -> bool:
+    h = int.from_bytes(hashlib.sha256(problem_id.encode()).digest()[:4], "big") % 10000
+    return h < frac * 10000
+
+
+def critic(ctx, cfg, policy, d: Path, stage: str) -> dict:
+    from dapo_bench.training.common import load_policy
+    from dapo_bench.training.critic import ValueModel, calibration, score_values, train_critic
+
+    prompts = {s["key"]: s["prompt"] for s in read_jsonl(d / "states.jsonl")}
+    rows = read_jsonl(d / "mc.jsonl")
+    data = [(prompts[r["key"]], r["prefix"], r["value"], r["problem_id"]) for r in rows]
+    train = [x[:3] for x in data if not _heldout(x[3], cfg.critic.heldout_frac)]
+    held = [x[:3] for x in data if _heldout(x[3], cfg.critic.heldout_frac)]
+    lm, tok = load_policy(cfg.critic.model or policy)
+    vm = ValueModel.from_causal_lm(lm)
+    hist = train_critic(vm, tok, train, cfg.critic, seed=ctx.opts.seed, optim=ctx.optim_base(),
+                        on_step=lambda s, loss, t: ctx.ledger.add_train(stage, t))
+    preds = score_values(vm, tok, [(p, s) for p, s, _ in held], max_length=cfg.critic.max_length,
+                         on_tokens=lambda t: ctx.ledger.add_inf(stage, t))
+    vm.save(tok, d / "critic")
+    cal = calibration(preds, [y for *_, y in held], bins=cfg.critic.bins)
+    ctx.log(f"critic: held-out Brier {cal['brier']} (constant predictor "
+            f"{cal.get('brier_constant')}), ECE {cal['ece']}")
+    return {"n_train": len(train), "n_heldout": len(held), "heldout": cal,
+            "final_loss": hist[-1]["loss"] if hist else None, "history": hist}
+
+
+def advantages(ctx, cfg, d: Path, stage: str) -> dict:
+    from dapo_bench.training.critic import ValueModel, score_values
+    from dapo_bench.training.dapo_loss import candidates_from_completions, state_advantages
+
+    prompts = {s["key"]: s["prompt"] for s in read_jsonl(d / "states.jsonl")}
+    rows = read_jsonl(d / "mc.jsonl")
+    cands = [candidates_from_completions(r["completions"]) for r in rows]
+    need = sorted({(prompts[r["key"]], r["prefix"] + c.text)
+                   for r, cs in zip(rows, cands) for c in cs if not c.terminal})
+    vm, tok = ValueModel.load(d / "critic")
+    vals = dict(zip(need, score_values(vm, tok, need, max_length=cfg.critic.max_length,
+                                       on_tokens=lambda t: ctx.ledger.add_inf(stage, t))))
+    out, n_act, n_term = [], 0, 0
+    for r, cs in zip(rows, cands):
+        p = prompts[r["key"]]
+        v = [None if c.terminal else vals[(p, r["prefix"] + c.text)] for c in cs]
+        acts = state_advantages(cs, v, cfg.min_spread)
+        if acts is None:
+            continue
+        n_act += len(acts)
+        n_term += sum(a["eos"] for a in acts)
+        out.append({"key": r["key"], "problem_id": r["problem_id"], "prompt": p,
+                    "prefix": r["prefix"], "actions": acts})
+    atomic_write_jsonl(d / "advantages.jsonl", out)
+    return {"n_states": len(rows), "kept_states": len(out), "n_actions": n_act,
+            "terminal_actions": n_term, "scored_actions": len(need)}
+
+
+def actor(ctx, cfg, policy, d: Path, stage: str) -> dict:
+    from dapo_bench.training.actor import reference_logprobs, train_actor
+    from dapo_bench.training.common import load_policy, save_policy
+    from dapo_bench.training.dapo_loss import dapo_actor_loss
+
+    sts = read_jsonl(d / "advantages.jsonl")
+    model, tok = load_policy(policy)
+    cache = d / "ref_logprobs.json"
+    if not cache.is_file():
+        n = [0]
+        lps = reference_logprobs(model, tok, sts, max_length=cfg.actor.max_length,
+                                 on_tokens=lambda t: n.__setitem__(0, n[0] + t))
+        atomic_write_json(cache, {"keys": [s["key"] for s in sts], "logprobs": lps,
+                                  "tokens": n[0]})
+    ref = read_json(cache)
+    ctx.ledger.add_inf(stage, ref["tokens"])
+    if not sts:
+        ctx.log("actor: no state kept by the advantage filter; the policy is unchanged")
+        save_policy(model, tok, d / "actor")
+        return {"steps": 0, "history": []}
+    opt = cfg.actor.optim.__class__(**{**cfg.actor.optim.__dict__,
+                                       "deepspeed": ctx.opts.deepspeed})
+    acfg = cfg.actor.__class__(**{**cfg.actor.__dict__, "optim": opt})
+    hist = train_actor(model, tok, sts, ref["logprobs"], beta=cfg.beta, cfg=acfg,
+                       seed=ctx.opts.seed,
+                       on_step=lambda s, t: ctx.ledger.add_train(stage, t),
+                       stop=ctx.ledger.exhausted)
+    save_policy(model, tok, d / "actor")
+    # after training: the log-ratio of every action against A (an inference pass, counted)
+    import torch
+
+    after = reference_logprobs(model, tok, sts, max_length=cfg.actor.max_length,
+                               on_tokens=lambda t: ctx.ledger.add_inf(stage, t))
+    flat = lambda xs: torch.tensor([x for row in xs for x in row])
+    adv = torch.tensor([a["adv"] for s in sts for a in s["actions"]])
+    _, final = dapo_actor_loss(flat(after), flat(ref["logprobs"]), adv, cfg.beta)
+    ctx.log(f"actor: {len(hist)} steps; after training loss {final['loss']:.4g}, sign agreement "
+            f"{final['sign_agree']:.3f}, mean |log-ratio| {final['abs_log_ratio']:.3f}")
+    return {"steps": len(hist), "n_states": len(sts), "n_actions": int(adv.numel()),
+            "after": final, "history": hist}

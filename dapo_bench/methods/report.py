@@ -1,0 +1,143 @@
+"""Evaluation, the equal-compute control, and the training run's ``results.json``.
+
+- :func:`eval_policy` runs the eval library (``dapo_bench.eval.evaluate``, greedy) on the run's
+  eval tasks into ``<run>/eval/<label>/`` (results.json + samples.jsonl; resumable).
+- :func:`run_control` gives the REFERENCE policy the same FLOPs as the method's training (plain
+  SFT on the training problems' gold solutions, ``dapo_bench.training.sft``) and saves it as
+  ``<run>/control``: a gain that this control matches is not to the method's credit.
+- :func:`build_results` writes the run's ``results.json``: the final policy's task metrics, the
+  ledger, config, history, iterations, per-stage wall times, and for each eval task the
+  reference / control / final accuracies with paired-bootstrap gains (``comparison``).
+
+Not covered: sampled (n > 1) evaluation of training runs; controls other than SFT.
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from dapo_bench.errors import UserError
+from dapo_bench.io import read_json
+from dapo_bench.ledger import Ledger
+from dapo_bench.results import SCHEMA_VERSION, write_results
+
+
+def eval_policy(ctx: Any, model_dir: str, label: str) -> dict:
+    """Greedy accuracy of ``model_dir`` on the eval tasks: {task: {value, stderr, n}}."""
+    from dapo_bench.eval import evaluate
+
+    out_dir = ctx.run_dir / "eval" / label
+
+    def work() -> dict:
+        res = evaluate(
+            ctx.generator(model_dir), list(ctx.opts.eval_tasks), run_dir=out_dir,
+            limit=ctx.opts.eval_limit, max_new_tokens=ctx.opts.eval_max_new_tokens or None,
+            quiet=ctx.opts.quiet, method=label, data_dir=ctx.opts.data_dir,
+            seed=ctx.opts.seed,
+        )
+        return {t: {**r["metrics"]["acc"], "n": r["n_problems"]} for t, r in res["tasks"].items()}
+
+    info = ctx.run_stage(f"eval.{label}", work)
+    ctx.log("eval " + label + ": " + ", ".join(
+        f"{t} {m['value']:.3f}±{m['stderr'] or 0:.3f}" for t, m in info.items()))
+    return info
+
+
+def train_problem_solutions(ctx: Any) -> list[tuple[str, str]]:
+    """(prompt, gold solution) pairs of the training split (for the SFT control)."""
+    from dapo_bench.methods.data import load_train_problems
+
+    probs = load_train_problems(ctx)
+    pairs = [(p.prompt, p.solution) for p in probs if p.solution]
+    if not pairs:
+        raise UserError(f"task {ctx.opts.task}: no gold solutions for the SFT control "
+                        f"(pass --set control=false to skip it)")
+    return pairs
+
+
+def run_control(ctx: Any, ref_dir: str, flops: float) -> str:
+    """SFT of the reference on gold solutions until ``flops`` are spent; returns its dir."""
+    out = ctx.run_dir / "control"
+
+    def work() -> dict:
+        from dapo_bench.training.common import load_policy, save_policy
+        from dapo_bench.training.sft import SFTConfig, train_sft
+
+        pairs = train_problem_solutions(ctx)
+        model, tok = load_policy(ref_dir)
+        led = Ledger(n_params=ctx.ledger.n_params, budget_flops=flops)
+        optim = ctx.optim_base().__class__(**{**ctx.optim_base().__dict__,
+                                              "lr": ctx.opts.control_lr})
+        cfg = SFTConfig(epochs=1000.0, batch_size=ctx.opts.control_batch_size,
+                        seed=ctx.opts.seed, optim=optim)
+        stats = train_sft(model, tok, pairs, cfg, ledger=led, stage="control")
+        save_policy(model, tok, out)
+        return {"flops": led.total_flops, "target_flops": flops, "steps": stats.steps,
+                "epochs": stats.epochs, "loss": stats.loss, "n_pairs": len(pairs)}
+
+    info = ctx.run_stage("control.sft", work)
+    ctx.log(f"control: {info['steps']} SFT steps, {info['epochs']:.2f} epochs, "
+            f"{info['flops']:.3g} FLOPs (target {info['target_flops']:.3g})")
+    return str(out)
+
+
+def _compare(ctx: Any, label_a: str, label_b: str) -> dict:
+    from dapo_bench.eval.store import compare_runs
+
+    return {t: compare_runs(ctx.run_dir / "eval" / label_a, ctx.run_dir / "eval" / label_b, t)
+            for t in ctx.opts.eval_tasks}
+
+
+def build_results(ctx: Any, spec: Any, cfg: Any, saved: dict, out: Any, t0: float) -> dict:
+    """Evaluate reference, final policy and control; write and return ``results.json``."""
+    from dapo_bench.provenance import git_commit, hash_path, package_versions
+
+    train_flops = ctx.ledger.total_flops
+    ref = ctx.opts.model
+    evals = {"reference": eval_policy(ctx, ref, "reference"),
+             "final": eval_policy(ctx, out.model_dir, "final")}
+    comparison: dict[str, Any] = {"final_vs_reference": _compare(ctx, "reference", "final")}
+    control_info = None
+    if ctx.opts.control:
+        cdir = run_control(ctx, ref, train_flops)
+        evals["control"] = eval_policy(ctx, cdir, "control")
+        comparison["control_vs_reference"] = _compare(ctx, "reference", "control")
+        comparison["final_vs_control"] = _compare(ctx, "control", "final")
+        control_info = read_json(ctx.run_dir / "stages" / "control.sft.json")["info"]
+    final_res = read_json(ctx.run_dir / "eval" / "final" / "results.json")
+    results = {
+        "schema_version": SCHEMA_VERSION,
+        "run_id": ctx.run_dir.name,
+        "kind": "train",
+        "method": spec.name,
+        "model": {"path": str(out.model_dir), "hash": hash_path(out.model_dir),
+                  "n_params": ctx.ledger.n_params, "name": Path(out.model_dir).name,
+                  "reference": str(ref), "reference_hash": _hash_or_none(ref)},
+        "backend": ctx.opts.backend,
+        "seed": ctx.opts.seed,
+        "sampling": final_res.get("sampling"),
+        "tasks": final_res["tasks"],
+        "ledger": ctx.ledger.to_dict(),
+        "config": saved,
+        "history": out.history,
+        "iterations": out.iterations,
+        **out.extra,
+        "evals": evals,
+        "comparison": comparison,
+        "control": control_info,
+        "stage_seconds": {k: round(v, 2) for k, v in ctx.stage_seconds.items()},
+        "provenance": {"git_commit": git_commit(), "packages": package_versions(),
+                       "started_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                       "wall_seconds": round(time.perf_counter() - t0, 2)},
+    }
+    write_results(ctx.run_dir, results)
+    return results
+
+
+def _hash_or_none(path: str) -> str | None:
+    from dapo_bench.provenance import hash_path
+
+    return hash_path(path) if Path(path).exists() else None
