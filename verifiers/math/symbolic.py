@@ -63,8 +63,11 @@ def to_sympy(text: str):
     if not isinstance(expr, sympy.Basic):
         return None
     for pw in expr.atoms(sympy.Pow):
-        if pw.exp.is_Integer and abs(pw.exp) > MAX_POWER:
-            raise TooLarge(f"exponent {pw.exp} in {text[:40]!r}")
+        exp = pw.exp
+        if exp.is_number and not exp.is_Integer and exp.has(sympy.Pow):
+            exp = exp.evalf(5)  # 10^{10^{10}} arrives with its exponent unevaluated
+        if exp.is_number and exp.is_real and abs(exp) > MAX_POWER:
+            raise TooLarge(f"exponent {exp} in {text[:40]!r}")
     i, e = sympy.Symbol("i"), sympy.Symbol("e")
     if expr.has(i) or expr.has(e):
         expr = expr.xreplace({i: sympy.I, e: sympy.E})
