@@ -9,7 +9,6 @@ error (exit 2). Rendering is a pure function of the files: run it twice, get the
 from __future__ import annotations
 
 from pathlib import Path
-from typing import List, Optional
 
 import typer
 
@@ -17,12 +16,12 @@ import typer
 def register(app: typer.Typer) -> None:
     @app.command("leaderboard")
     def leaderboard_cmd(
-        specs: Optional[List[Path]] = typer.Argument(
+        specs: list[Path] | None = typer.Argument(  # noqa: B008 (typer's idiom)
             None, help="leaderboard specs (default: leaderboards/*.yaml)"),
-        runs: Optional[Path] = typer.Option(
+        runs: Path | None = typer.Option(  # noqa: B008
             None, "--runs", help="directory the spec's result globs are relative to "
             "(default: the spec's inputs.dir)"),
-        out: Optional[Path] = typer.Option(
+        out: Path | None = typer.Option(  # noqa: B008
             None, "--out", help="write outputs here (default: beside each spec)"),
         no_plots: bool = typer.Option(False, "--no-plots", help="skip the PNG plots"),
         quiet: bool = typer.Option(False, "--quiet", "-q", help="only warnings and errors"),
@@ -32,6 +31,7 @@ def register(app: typer.Typer) -> None:
         'DAPO' in tables is DAPO of Liu et al. (arXiv 2412.18279, step-level), not ByteDance's.
         """
         from rich.console import Console
+        from rich.markup import escape
 
         from dapo_bench.errors import UserError
         from dapo_bench.leaderboard import default_specs, render
@@ -43,11 +43,11 @@ def register(app: typer.Typer) -> None:
         for spec in paths:
             res = render(spec, runs, out, draw_plots=not no_plots)
             for s in res.skipped:
-                err.print(f"[yellow]warning[/yellow]: {spec}: skipped {s.path}: {s.reason}",
-                          markup=True)
+                err.print(f"[yellow]warning[/yellow]: {escape(str(spec))}: skipped "
+                          f"{escape(s.path)}: {escape(s.reason)}")
             for pid in res.not_drawn:
-                err.print(f"[yellow]warning[/yellow]: {spec}: plot {pid!r} not drawn "
-                          "(no result file carries its data)", markup=True)
+                err.print(f"[yellow]warning[/yellow]: {escape(str(spec))}: plot {pid!r} not "
+                          "drawn (no result file carries its data)")
             if not quiet:
-                err.print(f"{spec}: {res.n_runs} result files, {len(res.skipped)} skipped -> "
-                          + ", ".join(p.name for p in res.written))
+                err.print(escape(f"{spec}: {res.n_runs} result files, {len(res.skipped)} "
+                                 "skipped -> " + ", ".join(p.name for p in res.written)))

@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import tempfile
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 from dapo_bench.io import atomic_write_json, atomic_write_text
@@ -65,11 +65,11 @@ def render(spec_path: str | Path, runs_dir: str | Path | None = None,
         rdir = Path(runs_dir) if runs_dir is not None else resolve(spec, spec.inputs.dir)
         runs, result.skipped = collect(spec.inputs, rdir)
         for r in runs:
-            if r.iteration is None:
+            if not r.derived:
                 inputs_hash[r.path] = hash_bytes((rdir / r.path).read_bytes())
-    result.n_runs = sum(r.iteration is None for r in runs)
+    result.n_runs = sum(not r.derived for r in runs)
 
-    @lru_cache(maxsize=None)
+    @cache
     def other(rel: str) -> Spec:
         return load_spec(resolve(spec, rel))
 

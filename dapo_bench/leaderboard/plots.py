@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import io
 import math
-from typing import Callable
+from collections.abc import Callable
 
 from dapo_bench.leaderboard.runs import Run, matches
 from dapo_bench.leaderboard.spec import Plot
@@ -37,6 +37,7 @@ def png_bytes(fig: object) -> bytes:
 def draw(p: Plot, runs: list[Run]) -> bytes | None:
     """The PNG of plot ``p`` over ``runs``, or None when there is nothing to draw."""
     import matplotlib as mpl
+    import matplotlib.style
 
     fn = PLOTS.get(p.kind)
     with mpl.style.context("default"), mpl.rc_context({"figure.dpi": DPI, "font.size": 9}):
@@ -85,7 +86,7 @@ def _base_line(ax, p: Plot, runs: list[Run]) -> None:
         acc = _acc(r, p.task, p.metric)
         if acc is not None:
             ax.axhline(acc[0], color="0.4", linestyle="--", linewidth=1,
-                       label=f"{_label(r, p)} ({acc[0]:.1f})")
+                       label=f"base ({acc[0]:.1f})")
 
 
 @PLOTS.register("acc_vs_flops", help="accuracy vs training FLOPs per method")
@@ -118,7 +119,7 @@ def acc_vs_flops(p: Plot, runs: list[Run]):
 def training_curves(p: Plot, runs: list[Run]):
     series = []
     for r in runs:
-        if r.iteration is not None or not matches(r, p.match):
+        if r.derived or not matches(r, p.match):
             continue
         hist = r.get("history")
         if not isinstance(hist, list):
@@ -173,7 +174,9 @@ def beta_ablation(p: Plot, runs: list[Run]):
 def calibration(p: Plot, runs: list[Run]):
     key = p.field or "critic"
     found = []
-    for r in _with_iterations(p, runs):
+    for r in runs:
+        if not matches(r, p.match):
+            continue
         c = r.get(key)
         bins = c.get("bins") if isinstance(c, dict) else None
         if not isinstance(bins, list):

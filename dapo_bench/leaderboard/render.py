@@ -14,14 +14,14 @@ from __future__ import annotations
 
 import csv
 import io
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from dapo_bench.leaderboard.spec import Spec
 from dapo_bench.leaderboard.table import Cell, OutColumn, OutRow, OutTable
 from dapo_bench.registry import Registry
 
-RENDERERS: Registry[Callable[["Page"], str]] = Registry("leaderboard format")
+RENDERERS: Registry[Callable[[Page], str]] = Registry("leaderboard format")
 
 
 @dataclass
@@ -50,7 +50,7 @@ def fmt_field(v: float, fmt: str | None) -> str:
     if fmt == "sci":
         return f"{v:.2e}"
     if fmt == "int":
-        return str(int(round(v)))
+        return str(round(v))
     if fmt:
         return fmt.format(v)
     return f"{v:.4g}"

@@ -6,12 +6,18 @@ path so that rendering never depends on directory order. Each file goes through
 raised, per the spec's ``on_bad_*`` option. A training run's ``iterations`` (per-iteration
 results objects) become extra runs with ``iteration`` = 1, 2, ...; they inherit the parent's
 fields (method, model, config, provenance) and override what they carry (tasks, ledger).
+An iteration without a ledger gets the FLOPs of the parent's ledger stages ``it1.``..``itK.``
+(cumulative). A training run's ``evals`` (``{reference|final|control: {task: {value, stderr,
+n}}}``) become runs with ``evaluated`` = that key: ``reference`` is the base model,
+``control`` the equal-compute SFT control (given the parent's FLOPs by construction).
+Derived runs match a row only when its ``match`` names ``iteration`` or ``evaluated``.
 
 Not covered: deciding which runs go into which table row beyond equality matching.
 """
 
 from __future__ import annotations
 
+import fnmatch
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,16 +38,27 @@ class Run:
     path: str
     data: dict
     iteration: int | None = None
+    evaluated: str | None = None
 
     def get(self, dotted: str, default: Any = None) -> Any:
-        if dotted == "iteration":
-            return self.iteration
-        node: Any = self.data
-        for part in dotted.split("."):
-            if not isinstance(node, dict) or part not in node:
-                return default
-            node = node[part]
-        return node
+        """A dotted field; ``a|b`` tries ``a`` then ``b``; ``path``, ``iteration`` and
+        ``evaluated`` are the run's own attributes."""
+        for alt in dotted.split("|"):
+            if alt in ("path", "iteration", "evaluated"):
+                return getattr(self, alt)
+            node: Any = self.data
+            for part in alt.split("."):
+                if not isinstance(node, dict) or part not in node:
+                    node = _MISSING
+                    break
+                node = node[part]
+            if node is not _MISSING:
+                return node
+        return default
+
+    @property
+    def derived(self) -> bool:
+        return self.iteration is not None or self.evaluated is not None
 
     def task_metric(self, task: str, metric: str) -> dict | None:
         m = self.get(f"tasks.{task}.metrics.{metric}")
@@ -99,40 +116,90 @@ def _strip_path(msg: str, p: Path) -> str:
     return msg[len(s):].lstrip(": ") if msg.startswith(s) else msg
 
 
+def _eval_tasks(ev: Any, where: str, parent: Any = None) -> dict:
+    """``{task: {value, stderr, n}}`` (a training run's evals) as results ``tasks``; the
+    parent's task info (verifier, prompt template) is kept, its metrics are not."""
+    if not isinstance(ev, dict):
+        raise UserError(f"{where}: expected {{task: {{value, stderr, n}}}}")
+    tasks = {}
+    for task, m in ev.items():
+        if not isinstance(m, dict) or not isinstance(m.get("value"), (int, float)):
+            raise UserError(f"{where}.{task}.value must be a number")
+        info = parent.get(task) if isinstance(parent, dict) else None
+        info = {k: v for k, v in info.items() if k not in ("metrics", "breakdown")} \
+            if isinstance(info, dict) else {}
+        tasks[task] = {**info, "n_problems": m.get("n"),
+                       "metrics": {"acc": {"value": m["value"], "stderr": m.get("stderr")}}}
+    return tasks
+
+
+def _stage_flops(ledger: Any, upto: int) -> float | None:
+    stages = ledger.get("stages") if isinstance(ledger, dict) else None
+    if not isinstance(stages, dict):
+        return None
+    prefixes = tuple(f"it{j}." for j in range(1, upto + 1))
+    vals = [s.get("flops", 0.0) for name, s in stages.items()
+            if name.startswith(prefixes) and isinstance(s, dict)]
+    return float(sum(vals)) if vals else None
+
+
 def load_run(path: Path, rel: str) -> list[Run]:
-    """The run of one results file, then one run per entry of its ``iterations``."""
+    """The run of one results file, then its iterations and evals as derived runs."""
     data = load_results(path)
     runs = [Run(rel, data)]
-    iters = data.get("iterations")
-    if iters is None:
-        return runs
+    parent = {k: v for k, v in data.items() if k not in ("iterations", "history", "evals")}
+    iters = data.get("iterations") or []
     if not isinstance(iters, list):
         raise UserError(f"{path}: field 'iterations' must be a list")
-    parent = {k: v for k, v in data.items() if k not in ("iterations", "history")}
     for i, it in enumerate(iters, 1):
+        where = f"{path}: iterations[{i - 1}]"
         if not isinstance(it, dict):
-            raise UserError(f"{path}: iterations[{i - 1}] must be an object")
+            raise UserError(f"{where} must be an object")
         merged = {**parent, **it}
-        validate_results(merged, f"{path}: iterations[{i - 1}]")
+        if "tasks" not in it:
+            merged["tasks"] = _eval_tasks(it["eval"], f"{where}.eval", data["tasks"]) \
+                if "eval" in it else {}
+        if "ledger" not in it:
+            flops = _stage_flops(data.get("ledger"), i)
+            merged["ledger"] = None if flops is None else {"flops": flops}
+        validate_results(merged, where)
         runs.append(Run(f"{rel}#iter{i}", merged, iteration=i))
+    evals = data.get("evals") or {}
+    if not isinstance(evals, dict):
+        raise UserError(f"{path}: field 'evals' must be a mapping")
+    for key in sorted(evals):
+        merged = {**parent, "tasks": _eval_tasks(evals[key], f"{path}: evals.{key}",
+                                                  data["tasks"])}
+        # Wall time belongs to the whole training run, not to one of its evaluated policies.
+        prov = data.get("provenance")
+        merged["provenance"] = {**prov, "wall_seconds": None} if isinstance(prov, dict) else prov
+        if key == "reference":
+            merged["ledger"] = None
+        runs.append(Run(f"{rel}#{key}", merged, evaluated=key))
     return runs
 
 
 def matches(run: Run, match: dict) -> bool:
-    """Equality on dotted fields; a list means any of. Iteration runs match only a ``match``
-    that names ``iteration``, so a plain row never picks up a per-iteration copy."""
-    if "iteration" not in match and run.iteration is not None:
+    """Equality on dotted fields; a list means any of; ``path`` takes glob patterns. A derived
+    run (an iteration or an eval of a training run) matches only a ``match`` that names
+    ``iteration`` or ``evaluated``, so a plain row never picks up a derived copy."""
+    if run.iteration is not None and "iteration" not in match:
+        return False
+    if run.evaluated is not None and "evaluated" not in match:
         return False
     for key, want in match.items():
         have = run.get(key, _MISSING)
         options = want if isinstance(want, list) else [want]
-        if not any(_eq(have, w) for w in options):
+        if key == "path":
+            if not any(fnmatch.fnmatchcase(str(have), str(w)) for w in options):
+                return False
+        elif not any(_eq(have, w) for w in options):
             return False
     return True
 
 
 def _eq(have: Any, want: Any) -> bool:
-    if have is _MISSING:
+    if have is _MISSING or have is None and want is not None:
         return False
     if isinstance(have, (int, float)) and isinstance(want, (int, float)):
         if isinstance(have, bool) or isinstance(want, bool):

@@ -92,8 +92,8 @@ class Reference:
 
 @dataclass(frozen=True)
 class Table:
-    """A table. Rows are listed, or generated with ``row_by`` (one row per distinct value of
-    a dotted field among the runs that ``row_match`` selects, labelled ``row_label``).
+    """A table. Rows are listed, then generated with ``row_by`` (one row per distinct value
+    of a dotted field among the runs that ``row_match`` selects, labelled ``row_label``).
     ``delta: row`` takes deltas against the base row (or each row's ``delta_to``);
     ``delta: column`` against ``base_column`` in the same row (the paper's Table 3 layout).
     ``pick`` resolves several files matching one row: ``error`` (default) or ``last``
@@ -186,8 +186,6 @@ def _check(spec: Spec, p: Path) -> None:
                     raise UserError(f"{where}.columns[{ci}].average: unknown column {a!r}")
         if t.delta == "column" and t.base_column not in col_ids:
             raise UserError(f"{where}: delta: column needs base_column, one of {col_ids}")
-        if t.row_by and t.rows:
-            raise UserError(f"{where}: give rows or row_by, not both")
         row_ids = [r.id for r in t.rows]
         if len([i for i in row_ids if i]) != len({i for i in row_ids if i}):
             raise UserError(f"{where}: duplicate row ids")

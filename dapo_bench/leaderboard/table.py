@@ -16,8 +16,8 @@ from __future__ import annotations
 import hashlib
 import math
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from dapo_bench.errors import UserError
 from dapo_bench.leaderboard import spec as S
@@ -74,6 +74,7 @@ def _col_kind(c: S.Column) -> str:
 def _expand_rows(t: S.Table, runs: list[Run]) -> list[S.Row]:
     if not t.row_by:
         return list(t.rows)
+    listed = list(t.rows)
     values = set()
     for r in runs:
         v = r.get(t.row_by)
@@ -81,7 +82,8 @@ def _expand_rows(t: S.Table, runs: list[Run]) -> list[S.Row]:
             values.add(v)
     key = (lambda v: (0, float(v), "")) if all(
         isinstance(v, (int, float)) for v in values) else (lambda v: (1, 0.0, str(v)))
-    return [S.Row(id=f"{t.row_by}={v}", label=t.row_label.format(value=v),
+    short = t.row_by.split("|")[0].split(".")[-1]
+    return listed + [S.Row(id=f"{short}={v}", label=t.row_label.format(value=v),
                   match={**t.row_match, t.row_by: v}) for v in sorted(values, key=key)]
 
 
