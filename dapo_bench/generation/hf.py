@@ -1,0 +1,262 @@
+"""The ``hf`` backend: transformers causal LMs, batched, on CPU (or one GPU).
+
+How it generates (our own decode loop over the model's forward with a KV cache, because
+``model.generate`` cannot share one prompt's cache across its ``n`` samples):
+
+- Prompts are tokenised (with the tokenizer's special tokens, as vLLM does), sorted by length
+  (longest first) and cut into groups of ``max(1, batch_size // n)`` prompts; results come back
+  in input order.
+- A group is left-padded and encoded ONCE (prefill); its KV cache is then repeated ``n`` times
+  (``DynamicCache.batch_repeat_interleave``), so ``n`` samples from one long prefix cost one
+  prefix forward (DAPO's Monte Carlo completions). ``last_prompt_tokens`` counts each prompt's
+  tokens once.
+- Each step feeds one token per live row; rows that end (EOS or a stop string) leave the batch
+  and the cache (``batch_select_indices``), so a batch costs what its live rows cost.
+- ``temperature == 0``: greedy argmax, the same tokens as ``model.generate(do_sample=False)``.
+  Otherwise temperature and top-p (nucleus) sampling by inverse CDF with one uniform number per
+  row and step drawn from that row's own ``torch.Generator``, seeded from (seed, prompt text,
+  occurrence of that text in the call, sample index): a prompt's samples do not depend on which
+  other prompts share its batch or on ``batch_size`` (up to float rounding of batched matmuls).
+- Stop strings: a row stops at the step whose token completes a stop string; its text is cut
+  before the first occurrence. ``n_tokens`` counts the generated tokens (EOS included).
+- Log-probs (on request) are those of the sampled tokens under the unmodified distribution
+  (temperature 1, no top-p), as the interface specifies.
+
+Not covered: beam search, repetition penalties, prompts longer than the model's context (no
+truncation is done), more than one device, or rows beyond ``batch_size`` when ``n`` exceeds it
+(one prompt's ``n`` samples always share one batch).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from typing import Any
+
+import torch
+
+from dapo_bench.errors import UserError
+from dapo_bench.generation.base import GENERATORS, Completion, Generator, SamplingParams
+from dapo_bench.training.common import count_params, load_policy
+
+_DTYPES = ("float32", "bfloat16", "float16")
+
+
+def row_seed(seed: int, prompt: str, occurrence: int, sample: int) -> int:
+    """The RNG seed of one sample: a hash of what identifies it, independent of batching."""
+    h = hashlib.sha256(f"{seed}\x1f{occurrence}\x1f{sample}\x1f{prompt}".encode()).digest()
+    return int.from_bytes(h[:8], "big") & ((1 << 63) - 1)
+
+
+def check_params(params: SamplingParams) -> None:
+    if params.n < 1:
+        raise UserError(f"sampling: n must be >= 1, got {params.n}")
+    if params.temperature < 0:
+        raise UserError(f"sampling: temperature must be >= 0, got {params.temperature}")
+    if not 0 < params.top_p <= 1:
+        raise UserError(f"sampling: top_p must be in (0, 1], got {params.top_p}")
+    if params.max_new_tokens < 0:
+        raise UserError(f"sampling: max_new_tokens must be >= 0, got {params.max_new_tokens}")
+
+
+def pick_tokens(logits: torch.Tensor, u: torch.Tensor | None, params: SamplingParams):
+    """Next token per row from float32 ``logits`` [A, V]; ``u`` [A] uniforms in [0, 1)."""
+    if params.temperature == 0 or u is None:
+        return logits.argmax(dim=-1)
+    probs = torch.softmax(logits / params.temperature, dim=-1)
+    if params.top_p < 1.0:
+        probs, order = probs.sort(dim=-1, descending=True)
+        keep = (probs.cumsum(dim=-1) - probs) < params.top_p
+        probs = probs * keep
+    else:
+        order = None
+    cdf = probs.cumsum(dim=-1)
+    target = (u * cdf[:, -1]).unsqueeze(1)
+    idx = torch.searchsorted(cdf, target, right=True).clamp_(max=logits.size(-1) - 1)
+    return (order.gather(1, idx) if order is not None else idx).squeeze(1)
+
+
+@GENERATORS.register(
+    "hf", help="transformers: batched, left-padded, KV cache, n samples share the prompt's cache"
+)
+class HFGenerator(Generator):
+    """A transformers causal LM (local directory or hub id) behind the Generator interface."""
+
+    backend = "hf"
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        dtype: str = "float32",
+        device: str = "cpu",
+        batch_size: int = 64,
+    ):
+        if dtype not in _DTYPES:
+            raise UserError(f"hf backend: dtype must be one of {', '.join(_DTYPES)}, got {dtype!r}")
+        if batch_size < 1:
+            raise UserError(f"hf backend: batch_size must be >= 1, got {batch_size}")
+        self.model_path = str(model)
+        self.dtype = dtype
+        self.device = device
+        self.batch_size = batch_size
+        self._model, self._tok = load_policy(model, dtype=dtype, device=device)
+        self._model.eval()
+        self.last_prompt_tokens = 0
+        self.last_generated_tokens = 0
+
+    @classmethod
+    def from_model(cls, model: Any, tokenizer: Any, *, batch_size: int = 64) -> HFGenerator:
+        """Wrap an already loaded model (e.g. one being trained) without reading a directory."""
+        gen = cls.__new__(cls)
+        gen.model_path, gen.batch_size = "<in-memory>", batch_size
+        gen.dtype = str(next(model.parameters()).dtype).removeprefix("torch.")
+        gen.device = str(model.device)
+        gen._model, gen._tok = model, tokenizer
+        gen.last_prompt_tokens = gen.last_generated_tokens = 0
+        return gen
+
+    @property
+    def tokenizer(self) -> Any:
+        return self._tok
+
+    @property
+    def model(self) -> Any:
+        return self._model
+
+    @property
+    def n_params(self) -> int:
+        return count_params(self._model)
+
+    def update_weights(self, model_dir: str) -> None:
+        model, _ = load_policy(model_dir, dtype=self.dtype, device=self.device)
+        if type(model) is not type(self._model) or model.config.vocab_size != len(self._tok):
+            raise UserError(f"{model_dir}: not the same architecture as {self.model_path}")
+        self._model = model.eval()
+        self.model_path = str(model_dir)
+
+    def close(self) -> None:
+        self._model = None
+
+    def _eos_ids(self) -> list[int]:
+        ids = {self._tok.eos_token_id}
+        gen_eos = getattr(self._model.generation_config, "eos_token_id", None)
+        ids.update(gen_eos if isinstance(gen_eos, list) else [gen_eos])
+        return sorted(i for i in ids if i is not None)
+
+    @torch.inference_mode()
+    def generate(self, prompts: list[str], params: SamplingParams) -> list[list[Completion]]:
+        check_params(params)
+        enc = [self._tok(p)["input_ids"] or [self._tok.eos_token_id] for p in prompts]
+        seen: Counter[str] = Counter()
+        seeds = []
+        for p in prompts:
+            seeds.append([row_seed(params.seed, p, seen[p], j) for j in range(params.n)])
+            seen[p] += 1
+        results: list[list[Completion]] = [[] for _ in prompts]
+        order = sorted(range(len(prompts)), key=lambda i: -len(enc[i]))
+        group = max(1, self.batch_size // params.n)
+        self.last_prompt_tokens = sum(len(e) for e in enc)
+        self.last_generated_tokens = 0
+        was_training = self._model.training
+        self._model.eval()
+        try:
+            for start in range(0, len(order), group):
+                idx = order[start : start + group]
+                done = self._generate_group([enc[i] for i in idx], [seeds[i] for i in idx], params)
+                for i, comps in zip(idx, done):
+                    results[i] = comps
+                    self.last_generated_tokens += sum(c.n_tokens for c in comps)
+        finally:
+            self._model.train(was_training)
+        return results
+
+    def _forward(self, ids, mask, pos, cache):
+        out = self._model(
+            input_ids=ids,
+            attention_mask=mask,
+            position_ids=pos,
+            past_key_values=cache,
+            use_cache=True,
+        )
+        return out.logits[:, -1, :].float(), out.past_key_values
+
+    def _generate_group(self, ids_list, seeds, params: SamplingParams) -> list[list[Completion]]:
+        n, steps, dev = params.n, params.max_new_tokens, self._model.device
+        width = max(len(x) for x in ids_list)
+        ids = torch.full((len(ids_list), width), self._tok.pad_token_id, dtype=torch.long)
+        mask = torch.zeros((len(ids_list), width), dtype=torch.long)
+        for r, x in enumerate(ids_list):
+            ids[r, width - len(x) :] = torch.tensor(x, dtype=torch.long)
+            mask[r, width - len(x) :] = 1
+        rows = len(ids_list) * n
+        tokens = torch.zeros((rows, steps), dtype=torch.long)
+        lps = torch.zeros((rows, steps))
+        length = [steps] * rows
+        finish = ["length"] * rows
+        if steps > 0:
+            self._decode(ids.to(dev), mask.to(dev), seeds, params, tokens, lps, length, finish)
+        out = []
+        for p in range(len(ids_list)):
+            comps = []
+            for r in range(p * n, (p + 1) * n):
+                toks = tokens[r, : length[r]].tolist()
+                text = self._tok.decode(toks, skip_special_tokens=True)
+                cut = [k for k in (text.find(s) for s in params.stop if s) if k >= 0]
+                if cut:
+                    text, finish[r] = text[: min(cut)], "stop"
+                comps.append(
+                    Completion(
+                        text=text,
+                        n_tokens=len(toks),
+                        finish_reason=finish[r],
+                        token_ids=toks,
+                        logprobs=lps[r, : length[r]].tolist() if params.logprobs else None,
+                    )
+                )
+            out.append(comps)
+        return out
+
+    def _decode(self, ids, mask, seeds, params, tokens, lps, length, finish) -> None:
+        """Prefill once, share the cache across n samples, decode until every row ends."""
+        n, steps, dev = params.n, params.max_new_tokens, ids.device
+        pos = (mask.cumsum(-1) - 1).masked_fill_(mask == 0, 1)
+        logits, cache = self._forward(ids, mask, pos, None)
+        pos = pos[:, -1]
+        if n > 1:
+            cache.batch_repeat_interleave(n)
+            mask, pos, logits = (t.repeat_interleave(n, dim=0) for t in (mask, pos, logits))
+        uniforms = None
+        if params.temperature > 0:
+            gens = [torch.Generator().manual_seed(s) for row in seeds for s in row]
+            uniforms = torch.stack([torch.rand(steps, generator=g) for g in gens]).to(dev)
+        eos = torch.tensor(self._eos_ids(), dtype=torch.long, device=dev)
+        stops = [s for s in params.stop if s]
+        tail = max((len(s) for s in stops), default=0) + 1
+        live = torch.arange(len(length), device=dev)
+        for t in range(steps):
+            nxt = pick_tokens(logits, None if uniforms is None else uniforms[live, t], params)
+            rows = live.cpu()
+            tokens[rows, t] = nxt.cpu()
+            if params.logprobs:
+                lp = torch.log_softmax(logits, dim=-1).gather(1, nxt.unsqueeze(1)).squeeze(1)
+                lps[rows, t] = lp.cpu()
+            ended = torch.isin(nxt, eos).cpu()
+            if stops:
+                for k, r in enumerate(rows.tolist()):
+                    if not ended[k]:
+                        text = self._tok.decode(tokens[r, max(0, t + 1 - tail) : t + 1].tolist())
+                        ended[k] = any(s in text for s in stops)
+            for k in ended.nonzero().flatten().tolist():
+                r = int(rows[k])
+                length[r], finish[r] = t + 1, "stop"
+            keep = (~ended).nonzero().flatten()
+            if t == steps - 1 or len(keep) == 0:
+                break
+            if len(keep) < len(rows):
+                keep_dev = keep.to(dev)
+                cache.batch_select_indices(keep_dev)
+                mask, pos, nxt, live = mask[keep_dev], pos[keep_dev], nxt[keep_dev], live[keep_dev]
+            mask = torch.cat([mask, mask.new_ones((len(live), 1))], dim=1)
+            pos = pos + 1
+            logits, cache = self._forward(nxt.unsqueeze(1), mask, pos.unsqueeze(1), cache)
