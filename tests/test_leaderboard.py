@@ -1,6 +1,6 @@
 """Leaderboards: tables, deltas, bold, n, provenance, skipping bad files, byte-stable output.
 
-Result files here are FIXTURES (tests/leaderboard_fixtures.py), written through the real
+Result files here are FIXTURES (tests/test_leaderboard_fixtures.py), written through the real
 schema; their numbers are made up and say nothing about any method.
 """
 
@@ -9,7 +9,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from leaderboard_fixtures import result, write_fixture_runs
+from test_leaderboard_fixtures import result, write_fixture_runs
 from typer.testing import CliRunner
 
 from dapo_bench.cli import app

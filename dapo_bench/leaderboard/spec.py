@@ -81,13 +81,15 @@ class Column:
 @dataclass(frozen=True)
 class Reference:
     """Published rows imported from another spec's table: ``rows`` (ids there; all when
-    empty), ``columns`` maps this table's column id to the other table's column id."""
+    empty), ``columns`` maps this table's column id to the other table's column id; the rows
+    form one section, titled ``group``."""
 
     spec: str
     table: str
     rows: list[str] = field(default_factory=list)
     columns: dict = field(default_factory=dict)
     label_suffix: str = " (published)"
+    group: str | None = None
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ import math
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from dapo_bench.errors import UserError
 from dapo_bench.leaderboard import spec as S
@@ -110,7 +111,7 @@ def _reference_rows(t: S.Table, load_spec: Callable[[str], S.Spec]) -> list[S.Ro
                 deltas={back[k]: v for k, v in r.deltas.items() if k in back},
                 n={back[k]: v for k, v in r.n.items() if k in back},
                 delta_to=f"ref:{r.delta_to}" if r.delta_to in ids else None,
-                group=f"Published: {other.title or other.name}"))
+                group=ref.group or f"Published ({Path(other.path).name}, {ot.id})"))
     return out
 
 
@@ -230,8 +231,10 @@ def _deltas(t: S.Table, rows_spec: list[S.Row], rows: list[OutRow]) -> list[str]
 def _bold(t: S.Table, rows: list[OutRow]) -> None:
     if not t.bold:
         return
-    measured = [r for r in rows if r.kind == "measured"]
-    pool = measured or [r for r in rows if r.kind == "published"]
+    # Bold among measured rows when the table has any (published rows are context), else
+    # among the published rows.
+    has_measured = any(r.kind in ("measured", "missing") for r in rows)
+    pool = [r for r in rows if r.kind == ("measured" if has_measured else "published")]
     for c in t.columns:
         best = c.best or ("none" if _col_kind(c) == "field" else "max")
         if best == "none":
