@@ -1,0 +1,217 @@
+"""The ``deepspeed`` training engine: ZeRO stages 0-3 through ``deepspeed.initialize``.
+
+``make_engine(model, OptimConfig(deepspeed="zero2", ...))`` returns a :class:`DeepSpeedEngine`
+with the same interface as the plain torch engine (``.module``, ``.step(loss) -> grad norm``,
+``.set_lr``, ``.save``), so every trainer runs on it unchanged. The DeepSpeed config is
+generated from :class:`~dapo_bench.training.common.OptimConfig` by :func:`ds_config`:
+
+- ``zero_optimization.stage`` 0-3; ``offload`` moves optimizer state to CPU (and, at stage 3,
+  the parameters too); ``bf16`` turns on DeepSpeed bf16 mixed precision (fp32 master weights);
+- AdamW with the config's lr, betas and weight decay, ``gradient_clipping = grad_clip``;
+  micro-batch 1 and no gradient accumulation: one ``step(loss)`` is one optimizer update;
+- on DeepSpeed's CPU accelerator (no GPU), ``torch_adam: true`` (torch's AdamW instead of
+  DeepSpeed's fused/CPU Adam, whose C++ builds take minutes) and the gloo backend;
+- ``$DAPO_BENCH_DS_CONFIG`` may name a JSON file whose keys are merged over the generated
+  config (nested dicts merge key by key), for settings this module does not expose.
+
+Process group: under the ``deepspeed`` launcher or ``torchrun`` the launcher's RANK,
+WORLD_SIZE, LOCAL_RANK, MASTER_ADDR and MASTER_PORT are used as they are; in a plain
+``python``/``dapo-bench`` process they default to a one-process group on 127.0.0.1 and a free
+port. Saving writes only on rank 0 (after a barrier); at stage 3 the partitioned weights are
+gathered first, so the saved directory is a complete ``save_pretrained`` model.
+
+Not covered: data sharding across ranks (each rank steps on the batch its trainer gives it;
+gradients are averaged across ranks), pipeline/tensor parallelism, fp16 loss scaling,
+DeepSpeed checkpoints of optimizer state (``save`` writes the model weights only), and moving
+batches to the GPU (trainers put inputs on ``engine.device``).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import logging
+import os
+import socket
+from pathlib import Path
+from typing import Any
+
+from dapo_bench.errors import UserError
+from dapo_bench.training.common import ENGINES, OptimConfig, save_policy
+
+EXTRA_HINT = "pip install 'dapo-bench[deepspeed]'"
+_STAGES = {"zero0": 0, "zero1": 1, "zero2": 2, "zero3": 3}
+
+
+def import_deepspeed():
+    """``import deepspeed``, or a UserError that names the extra to install."""
+    try:
+        import deepspeed
+    except ImportError as e:
+        raise UserError(
+            f"--deepspeed needs the deepspeed extra: {EXTRA_HINT} ({e.__class__.__name__}: {e})"
+        ) from None
+    return deepspeed
+
+
+def zero_stage(name: str) -> int:
+    try:
+        return _STAGES[name]
+    except KeyError:
+        raise UserError(f"deepspeed: expected zero0|zero1|zero2|zero3, got {name!r}") from None
+
+
+def ds_config(cfg: OptimConfig, *, on_cpu: bool) -> dict[str, Any]:
+    """The DeepSpeed config (a plain dict, as ``deepspeed.initialize(config=...)`` takes)."""
+    stage = zero_stage(cfg.deepspeed)
+    zero: dict[str, Any] = {"stage": stage}
+    if cfg.offload:
+        if stage == 0:
+            raise UserError("deepspeed: offload needs ZeRO stage 1-3 (got zero0)")
+        zero["offload_optimizer"] = {"device": "cpu", "pin_memory": not on_cpu}
+        if stage == 3:
+            zero["offload_param"] = {"device": "cpu", "pin_memory": not on_cpu}
+    if stage == 3:
+        zero["stage3_gather_16bit_weights_on_model_save"] = True
+    params: dict[str, Any] = {
+        "lr": cfg.lr,
+        "betas": list(cfg.betas),
+        "weight_decay": cfg.weight_decay,
+    }
+    if on_cpu:
+        params["torch_adam"] = True
+    config: dict[str, Any] = {
+        "train_micro_batch_size_per_gpu": 1,
+        "gradient_accumulation_steps": 1,
+        "gradient_clipping": cfg.grad_clip,
+        "optimizer": {"type": "AdamW", "params": params},
+        "bf16": {"enabled": bool(cfg.bf16)},
+        "zero_optimization": zero,
+        "steps_per_print": 10**9,
+        "wall_clock_breakdown": False,
+    }
+    if on_cpu and cfg.offload:
+        config["zero_force_ds_cpu_optimizer"] = False
+    override = os.environ.get("DAPO_BENCH_DS_CONFIG")
+    if override:
+        config = _merge(config, _read_override(override))
+    return config
+
+
+def _read_override(path: str) -> dict[str, Any]:
+    p = Path(path)
+    try:
+        data = json.loads(p.read_text())
+    except FileNotFoundError:
+        raise UserError(f"{path}: DeepSpeed config not found (DAPO_BENCH_DS_CONFIG)") from None
+    except json.JSONDecodeError as e:
+        raise UserError(f"{path}:{e.lineno}: not valid JSON ({e.msg})") from None
+    if not isinstance(data, dict):
+        raise UserError(f"{path}: a DeepSpeed config must be a JSON object")
+    return data
+
+
+def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    out = copy.deepcopy(base)
+    for k, v in over.items():
+        if isinstance(v, dict) and isinstance(out.get(k), dict):
+            out[k] = _merge(out[k], v)
+        else:
+            out[k] = v
+    return out
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def init_process_group(deepspeed: Any, on_cpu: bool) -> None:
+    """Join the launcher's process group, or make a one-process one (gloo on CPU)."""
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        return
+    if "RANK" not in os.environ:
+        os.environ.setdefault("WORLD_SIZE", "1")
+        os.environ.setdefault("LOCAL_RANK", "0")
+        os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+        os.environ.setdefault("MASTER_PORT", str(_free_port()))
+        os.environ["RANK"] = "0"
+    deepspeed.init_distributed(dist_backend="gloo" if on_cpu else None, verbose=False)
+
+
+@ENGINES.register("deepspeed", help="DeepSpeed ZeRO 0-3 (optional CPU offload, bf16)")
+class DeepSpeedEngine:
+    """A model wrapped by ``deepspeed.initialize``; the torch engine's interface."""
+
+    def __init__(self, model: Any, cfg: OptimConfig):
+        deepspeed = import_deepspeed()
+        from deepspeed.accelerator import get_accelerator
+        from deepspeed.utils import logger as ds_logger
+
+        ds_logger.setLevel(logging.WARNING)
+
+        self.cfg = cfg
+        self.on_cpu = get_accelerator().device_name() == "cpu"
+        if cfg.bf16 and self.on_cpu:
+            raise UserError("deepspeed: bf16 is a GPU option; on the CPU accelerator use float32")
+        self.config = ds_config(cfg, on_cpu=self.on_cpu)
+        init_process_group(deepspeed, self.on_cpu)
+        params = [p for p in model.parameters() if p.requires_grad]
+        try:
+            self.engine, self.optimizer, _, _ = deepspeed.initialize(
+                model=model, model_parameters=params, config=self.config
+            )
+        except (ValueError, AssertionError) as e:
+            raise UserError(f"deepspeed config rejected: {e}") from None
+        self.module = self.engine.module
+        self.stage = self.config["zero_optimization"]["stage"]
+        self.device = self.engine.device
+        self.engine.train()
+
+    @property
+    def rank(self) -> int:
+        import torch.distributed as dist
+
+        return dist.get_rank()
+
+    @property
+    def world_size(self) -> int:
+        import torch.distributed as dist
+
+        return dist.get_world_size()
+
+    def step(self, loss: Any) -> float:
+        """Backward (gradients averaged over ranks), clip, update; the pre-clip grad norm."""
+        self.engine.backward(loss)
+        pre_clip = None
+        if self.stage == 0 and not self.cfg.bf16:  # DeepSpeed clips fp32 stage 0 silently
+            import torch
+
+            grads = [p.grad for p in self.module.parameters() if p.grad is not None]
+            pre_clip = torch.nn.utils.get_total_norm(grads)
+        self.engine.step()
+        norm = self.engine.get_global_grad_norm() if pre_clip is None else pre_clip
+        return float(norm) if norm is not None else float("nan")
+
+    def set_lr(self, lr: float) -> None:
+        for group in self.engine.optimizer.param_groups:
+            group["lr"] = lr
+
+    def save(self, tokenizer: Any, out_dir: str | os.PathLike) -> Path:
+        """Full weights (gathered at stage 3) via ``save_pretrained``, written by rank 0."""
+        import torch.distributed as dist
+
+        out = Path(out_dir)
+        if self.stage == 3:
+            import deepspeed
+
+            with deepspeed.zero.GatheredParameters(list(self.module.parameters())):
+                if self.rank == 0:
+                    save_policy(self.module, tokenizer, out)
+        elif self.rank == 0:
+            save_policy(self.module, tokenizer, out)
+        dist.barrier()
+        return out
