@@ -204,3 +204,14 @@ def test_iteration_in_results_object_form(tmp_path):
     it = next(r for r in runs if r.iteration == 1)
     assert it.get("ledger.flops") == 5.0 and it.get("method") == "dapo"
     assert [r.evaluated for r in runs if r.evaluated] == ["control", "final", "reference"]
+
+
+def test_training_curves_one_line_per_iteration(runs):
+    from dapo_bench.leaderboard.plots import training_curves
+    from dapo_bench.leaderboard.runs import collect
+    from dapo_bench.leaderboard.spec import Inputs, Plot
+
+    loaded, _ = collect(Inputs(globs=["main/*/results.json"]), runs)
+    fig = training_curves(Plot(id="c", kind="training_curves", metric="loss"), loaded)
+    labels = sorted(line.get_label() for line in fig.axes[0].get_lines())
+    assert labels == ["dapo it1", "dapo it2", "dpo", "grpo", "ppo", "rft", "sft"]

@@ -43,7 +43,9 @@ def result(method: str, acc: float, ood: float, *, beta: float = 0.05, iteration
         "tasks": _tasks(acc, ood), "ledger": led.to_dict(),
         "config": {"method": method, "preset": "toy", "config": {"beta": beta}},
         "history": [{"step": s, "loss": round(1.0 / (s + 1) + 0.01 * (len(method) % 3), 6)}
-                    for s in range(0, 50, 5)],
+                    for s in range(0, 50, 5)] if not iterations else
+                   [{"iteration": k, "step": s, "loss": round(0.5 / (s + k), 6)}
+                    for k in range(1, iterations + 1) for s in range(1, 30, 4)],
         "evals": {"reference": _eval(0.55, 0.25), "final": _eval(acc, ood),
                   "control": _eval(0.57, 0.26)},
         "provenance": {"git_commit": "fixture0000000000", "packages": {},

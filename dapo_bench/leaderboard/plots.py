@@ -1,7 +1,7 @@
 """PNG plots of a leaderboard (matplotlib, Agg), one registry of plot kinds.
 
 Kinds: ``acc_vs_flops`` (accuracy vs training FLOPs per method, with the base run as a line),
-``training_curves`` (a ``history`` metric vs step per run), ``beta_ablation`` (accuracy vs
+``training_curves`` (a ``history`` metric vs step per run, one line per ``iteration``), ``beta_ablation`` (accuracy vs
 DAPO's beta) and ``calibration`` (the critic's reliability diagram from ``{brier, ece,
 bins: [{p_mean, y_mean, n}]}``). A kind returns ``None`` when no run carries its data; the
 caller then lists the plot as not drawn instead of writing an empty image.
@@ -124,10 +124,14 @@ def training_curves(p: Plot, runs: list[Run]):
         hist = r.get("history")
         if not isinstance(hist, list):
             continue
-        pts = sorted((float(h["step"]), float(h[p.metric])) for h in hist
-                     if isinstance(h, dict) and _finite(h.get("step")) and _finite(h.get(p.metric)))
-        if pts:
-            series.append((_label(r, p), r.path, pts))
+        by_iter: dict[object, list[tuple[float, float]]] = {}
+        for h in hist:  # DAPO logs each iteration's steps from 0: one line per iteration
+            if isinstance(h, dict) and _finite(h.get("step")) and _finite(h.get(p.metric)):
+                by_iter.setdefault(h.get("iteration"), []).append(
+                    (float(h["step"]), float(h[p.metric])))
+        for it in sorted(by_iter, key=lambda k: (k is not None, str(k))):
+            suffix = f" it{it}" if it is not None and len(by_iter) > 1 else ""
+            series.append((_label(r, p) + suffix, r.path, sorted(by_iter[it])))
     if not series:
         return None
     fig, ax = _figure(p.title or f"training curves: {p.metric}")
