@@ -21,6 +21,7 @@ import threading
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any
 
 from dapo_bench.verifiers.base import VERIFIERS, Verdict
@@ -33,7 +34,7 @@ from dapo_bench.verifiers.math.worker import Timeout, WorkerError, WorkerPool
 from dapo_bench.errors import UserError
 
 MODES = ("full", "answer")
-SMALL_BATCH = 32  # below this, a batch runs in the calling thread (no pool start-up)
+SMALL_BATCH = 32  # fewer sympy pairs than this in a batch: no threads, one worker
 
 
 def gold_forms(gold: Any) -> list[str]:
@@ -53,8 +54,17 @@ def gold_forms(gold: Any) -> list[str]:
     raise UserError(f"gold answer must be a string, number or list, got {type(gold).__name__}")
 
 
-def _check(prediction: Any, gold: Any, mode: str, fallback: bool, timeout: float,
-           pool: WorkerPool) -> Verdict:
+@dataclass
+class _Pending:
+    """A pair the fast path could not settle: the answer, the golds left, time spent so far."""
+
+    ans: str
+    golds: list[str]
+    spent: float
+
+
+def _fast(prediction: Any, gold: Any, mode: str, fallback: bool) -> Verdict | _Pending:
+    """Extraction, size limits and the sympy-free comparison, in the calling thread."""
     t0 = time.perf_counter()
     forms = gold_forms(gold)
 
@@ -85,11 +95,19 @@ def _check(prediction: Any, gold: Any, mode: str, fallback: bool, timeout: float
             return done(True, "ok", ans)
         if r is None:
             pending.append(g)
-    reason = "wrong_answer"
-    deadline = t0 + timeout
-    for g in pending:
+    if not pending:
+        return done(False, "wrong_answer", ans)
+    return _Pending(ans, pending, time.perf_counter() - t0)
+
+
+def _slow(p: _Pending, timeout: float, pool: WorkerPool) -> Verdict:
+    """The sympy comparison in a worker; the deadline starts here (so a batch item does not
+    pay for the queue in front of it)."""
+    t0 = time.perf_counter()
+    reason, deadline = "wrong_answer", t0 + timeout
+    for g in p.golds:
         try:
-            ok, why_not = pool.run("compare", (g, ans), max(0.0, deadline - time.perf_counter()))
+            ok, why_not = pool.run("compare", (g, p.ans), max(0.0, deadline - time.perf_counter()))
         except Timeout:
             reason = "timeout"
             break
@@ -97,10 +115,34 @@ def _check(prediction: Any, gold: Any, mode: str, fallback: bool, timeout: float
             reason = "parse_error" if reason == "wrong_answer" else reason
             continue
         if ok:
-            return done(True, "ok", ans)
+            return Verdict(True, "ok", p.ans, p.spent + time.perf_counter() - t0)
         if why_not and reason == "wrong_answer":
             reason = why_not
-    return done(False, reason, ans)
+    return Verdict(False, reason, p.ans, p.spent + time.perf_counter() - t0)
+
+
+def _check(prediction: Any, gold: Any, mode: str, fallback: bool, timeout: float,
+           pool: WorkerPool) -> Verdict:
+    r = _fast(prediction, gold, mode, fallback)
+    return r if isinstance(r, Verdict) else _slow(r, timeout, pool)
+
+
+def _batch(predictions: Sequence, golds: Sequence, mode: str, fallback: bool, timeout: float,
+           pool: WorkerPool, workers: int) -> list[Verdict]:
+    """Fast path for all pairs in this thread, then the undecided ones over *workers* threads,
+    each driving one worker process."""
+    if len(predictions) != len(golds):
+        raise UserError(f"{len(predictions)} predictions but {len(golds)} gold answers")
+    out = [_fast(p, g, mode, fallback) for p, g in zip(predictions, golds)]
+    idx = [i for i, r in enumerate(out) if isinstance(r, _Pending)]
+    if workers <= 1 or len(idx) < SMALL_BATCH:
+        slow = [_slow(out[i], timeout, pool) for i in idx]
+    else:
+        with ThreadPoolExecutor(max_workers=workers) as ex:
+            slow = list(ex.map(lambda i: _slow(out[i], timeout, pool), idx))
+    for i, v in zip(idx, slow):
+        out[i] = v
+    return out
 
 
 def _check_args(mode: str, timeout: float) -> None:
@@ -132,27 +174,14 @@ def verify(prediction_text: str, gold: Any, *, mode: str = "full",
     return _check(prediction_text, gold, mode, fallback_last_number, timeout, _default_pool())
 
 
-def _map(fn, n: int, workers: int) -> list[Verdict]:
-    if workers <= 1 or n < SMALL_BATCH:
-        return [fn(i) for i in range(n)]
-    with ThreadPoolExecutor(max_workers=workers) as ex:
-        return list(ex.map(fn, range(n)))
-
-
-def _pair_check(predictions: Sequence, golds: Sequence) -> None:
-    if len(predictions) != len(golds):
-        raise UserError(f"{len(predictions)} predictions but {len(golds)} gold answers")
-
-
 def verify_batch(predictions: Sequence[str], golds: Sequence[Any], *, mode: str = "full",
                  fallback_last_number: bool = True, timeout: float = 5.0,
                  workers: int | None = None) -> list[Verdict]:
     """:func:`verify` over pairs, in order; sympy work spread over all cores."""
     _check_args(mode, timeout)
-    _pair_check(predictions, golds)
     pool = _default_pool()
-    return _map(lambda i: _check(predictions[i], golds[i], mode, fallback_last_number, timeout,
-                                 pool), len(predictions), workers or pool.size)
+    return _batch(predictions, golds, mode, fallback_last_number, timeout, pool,
+                  workers or pool.size)
 
 
 @VERIFIERS.register("math", help="answer extraction + exact/sympy equivalence (bounded)")
@@ -160,8 +189,9 @@ class MathVerifier:
     """Math answers: ``verify(prediction, gold) -> Verdict`` (see the module docstring).
 
     ``workers`` sympy worker processes (default: all cores) are started lazily and killed by
-    :meth:`close` (or on exit). ``workers=1`` and batches under 32 run in the calling thread
-    with a single bounded worker.
+    :meth:`close` (or on exit). A batch runs the fast path in the calling thread, then spreads
+    the pairs that need sympy over the workers; ``workers=1``, or fewer than 32 such pairs,
+    runs them one by one. Each pair's deadline starts when its sympy check starts.
     """
 
     name = "math"
@@ -186,9 +216,12 @@ class MathVerifier:
                       self._pool)
 
     def verify_batch(self, predictions: Sequence[Any], golds: Sequence[Any]) -> list[Verdict]:
-        _pair_check(predictions, golds)
-        return _map(lambda i: self.verify(predictions[i], golds[i]), len(predictions),
-                    self.workers)
+        return _batch(predictions, golds, self.mode, self.fallback_last_number, self.timeout,
+                      self._pool, self.workers)
+
+    def warm(self) -> None:
+        """Start all sympy workers now (about 1 s each, in parallel) instead of on first need."""
+        self._pool.warm()
 
     def close(self) -> None:
         self._pool.close()

@@ -86,12 +86,20 @@ class WorkerPool:
         self._closed = False
         _POOLS.add(self)
 
-    def warm(self, n: int | None = None) -> None:
-        """Start up to *n* workers now (non-blocking) so the first calls find them ready."""
+    def warm(self) -> None:
+        """Start every worker now and wait until each is ready (bounded by STARTUP_TIMEOUT)."""
         with self._cond:
-            while self._count < min(self.size, n or self.size) and not self._closed:
-                self._idle.append(_Worker())
+            new = []
+            while self._count < self.size and not self._closed:
+                new.append(_Worker())
                 self._count += 1
+        for w in new:
+            try:
+                w.wait_ready()
+            except WorkerError:
+                self._release(None)
+                raise
+            self._release(w)
 
     def _acquire(self, deadline: float) -> _Worker:
         with self._cond:
