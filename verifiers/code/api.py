@@ -1,0 +1,202 @@
+"""The public API of the code verifier: `run_tests`, `run_tests_batch`, `CodeVerifier`,
+`check_layers`, `extract_code`.
+
+A verdict passes only when every test passes, the sandbox's network and write isolation are
+both active (otherwise every verdict is ``sandbox_error``), and, for assert-based tests, the
+completion token came back. ``Verdict.reason`` is "ok" or the first failing test's status;
+``details`` holds ``statuses`` (one per test: ok / wrong_answer / runtime_error / time_limit /
+memory_limit / output_limit / sandbox_error / skipped), ``first_failure`` (test index, status,
+error), ``form``, ``n_tests`` and ``cpu_s``.
+"""
+
+from __future__ import annotations
+
+import atexit
+import re
+import secrets
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from dapo_bench.verifiers.base import VERIFIERS, Verdict
+from dapo_bench.verifiers.code.compare import stdout_matches, value_matches
+from dapo_bench.verifiers.code.formats import Spec, parse_tests
+from dapo_bench.verifiers.code.limits import Limits
+from dapo_bench.verifiers.code.pool import Pool
+
+from dapo_bench.errors import UserError
+
+_FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)```", re.DOTALL)
+
+
+def extract_code(text: str) -> str:
+    """The last fenced python block of a model response (```python, ```py, or an unlabelled
+    fence when no python one exists); the whole text, stripped, when there is no fence."""
+    blocks = [(lang.lower(), body) for lang, body in _FENCE.findall(text)]
+    py = [b for lang, b in blocks if lang in ("python", "py", "python3")]
+    bare = [b for lang, b in blocks if not lang]
+    if py:
+        return py[-1].strip("\n")
+    if bare:
+        return bare[-1].strip("\n")
+    return text.strip()
+
+
+def grade(spec: Spec, head: dict, blobs: list[bytes], limits: Limits, token: str,
+          seconds: float) -> Verdict:
+    """Turn a worker's raw results into a Verdict (comparisons happen here, in the parent)."""
+    n = spec.n_tests
+    statuses = ["skipped"] * n
+    errors = [""] * n
+    cpu = 0.0
+    for r in head.get("results", []):
+        i, st = int(r["i"]), str(r["status"])
+        if not 0 <= i < n:
+            continue
+        cpu += float(r.get("cpu") or 0.0)
+        if st == "ok" and spec.kind == "stdio":
+            blob = blobs[r["blob"]] if "blob" in r else b""
+            if not stdout_matches(blob, spec.expected[i], limits.float_tol):
+                st = "wrong_answer"
+        elif st == "ok" and spec.kind == "call" and \
+                not value_matches(r.get("value"), spec.expected[i], limits.float_tol):
+            st = "wrong_answer"
+        statuses[i], errors[i] = st, str(r.get("error") or "")
+    fatal = head.get("fatal")
+    if fatal:
+        k = next((i for i, s in enumerate(statuses) if s == "skipped"), 0 if n else None)
+        if k is not None:
+            statuses[k], errors[k] = "sandbox_error", str(fatal)[:300]
+    if spec.kind == "assert" and all(s == "ok" for s in statuses) and token not in \
+            head.get("tokens", []):
+        statuses[-1], errors[-1] = "runtime_error", "the completion token did not come back"
+    first = next((i for i, s in enumerate(statuses) if s != "ok"), None)
+    passed = first is None and n > 0
+    reason = "ok" if passed else statuses[first] if first is not None else "sandbox_error"
+    details = {
+        "form": spec.form, "n_tests": n, "statuses": statuses, "cpu_s": round(cpu, 4),
+        "first_failure": None if first is None else
+        {"test": first, "status": statuses[first], "error": errors[first]},
+    }
+    return Verdict(passed=passed, reason=reason, seconds=seconds, details=details)
+
+
+def _error_verdict(reason: str, error: str, spec: Spec | None = None) -> Verdict:
+    n = spec.n_tests if spec else 0
+    return Verdict(False, reason, details={
+        "form": spec.form if spec else None, "n_tests": n, "statuses": [reason] * n,
+        "cpu_s": 0.0, "first_failure": {"test": 0, "status": reason, "error": error}})
+
+
+class _Runner:
+    """A pool plus the isolation check; runs specs and grades them."""
+
+    def __init__(self, workers: int | None = None):
+        self.pool = Pool(workers)
+        self.ok, self.why = self.pool.isolated()
+
+    def run(self, programs: list[str], specs: list[Spec], limits: Limits,
+            progress: Callable[[int], None] | None = None) -> list[Verdict]:
+        if not self.ok:
+            return [_error_verdict("sandbox_error", f"sandbox not isolated: {self.why}", s)
+                    for s in specs]
+        tokens = [secrets.token_hex(16) for _ in specs]
+        jobs = [s.job(p, limits.to_dict(), t) for p, s, t in zip(programs, specs, tokens)]
+        t0 = time.perf_counter()
+        raw = self.pool.run(jobs, on_done=progress)
+        wall = time.perf_counter() - t0
+        out = []
+        for spec, tok, (head, blobs) in zip(specs, tokens, raw):
+            secs = float(head.get("seconds", wall))
+            out.append(grade(spec, head, blobs, limits, tok, secs))
+        return out
+
+    def close(self) -> None:
+        self.pool.close()
+
+
+_default: dict[int | None, _Runner] = {}
+_default_lock = threading.Lock()
+
+
+def _shared(workers: int | None) -> _Runner:
+    with _default_lock:
+        if workers not in _default:
+            _default[workers] = _Runner(workers)
+        return _default[workers]
+
+
+@atexit.register
+def _close_shared() -> None:
+    for r in _default.values():
+        r.close()
+    _default.clear()
+
+
+def _check_inputs(programs: list, tests_list: list) -> list[Spec]:
+    if len(programs) != len(tests_list):
+        raise UserError(f"{len(programs)} programs but {len(tests_list)} test sets")
+    for i, p in enumerate(programs):
+        if not isinstance(p, str):
+            raise UserError(f"program[{i}]: expected source text, got {type(p).__name__}")
+    return [parse_tests(t, f"tests[{i}]") for i, t in enumerate(tests_list)]
+
+
+def run_tests(program: str, tests: Any, limits: Limits | None = None) -> Verdict:
+    """Run one program against its tests in the sandbox (shared pool, one worker per core)."""
+    return run_tests_batch([program], [tests], limits)[0]
+
+
+def run_tests_batch(programs: list[str], tests_list: list[Any], limits: Limits | None = None,
+                    workers: int | None = None,
+                    progress: Callable[[int], None] | None = None) -> list[Verdict]:
+    """Run many programs (in order) on a shared pool; ``progress(k)`` after each."""
+    specs = _check_inputs(programs, tests_list)
+    return _shared(workers).run(list(programs), specs, limits or Limits(), progress)
+
+
+def check_layers(workers: int | None = 1) -> dict[str, tuple[bool, str]]:
+    """Layer name -> (active, detail), probed from inside a confined child."""
+    return dict(_shared(workers).pool.layers())
+
+
+@VERIFIERS.register("code", help="sandboxed Python programs vs tests (stdin/stdout, call, "
+                                 "assert: TACO, LiveCodeBench, HumanEval, MBPP, LeetCode)")
+class CodeVerifier:
+    """``verify(program, tests) -> Verdict``; owns its worker pool until `close`."""
+
+    name = "code"
+    version = "1.0"
+    fields = ("program", "tests")
+
+    def __init__(self, *, timeout: float | None = None, workers: int | None = None,
+                 limits: Limits | dict | None = None, **unknown: Any):
+        if unknown:
+            raise UserError(f"code verifier: unknown option(s) {sorted(unknown)} "
+                            "(known: timeout, workers, limits)")
+        if isinstance(limits, dict):
+            limits = Limits.from_dict(limits)
+        limits = limits or Limits()
+        if timeout is not None:
+            limits = Limits.from_dict(dict(limits.to_dict(), time_s=float(timeout)))
+        self.limits, self.workers = limits, workers
+        self._runner: _Runner | None = None
+
+    def _get(self) -> _Runner:
+        if self._runner is None:
+            self._runner = _Runner(self.workers)
+        return self._runner
+
+    def verify(self, program: str, tests: Any) -> Verdict:
+        return self.verify_batch([program], [tests])[0]
+
+    def verify_batch(self, programs: list[str], tests_list: list[Any],
+                     progress: Callable[[int], None] | None = None) -> list[Verdict]:
+        specs = _check_inputs(programs, tests_list)
+        return self._get().run(list(programs), specs, self.limits, progress)
+
+    def close(self) -> None:
+        if self._runner is not None:
+            self._runner.close()
+            self._runner = None

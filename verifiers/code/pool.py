@@ -1,0 +1,178 @@
+"""The parent's side of the sandbox: a pool of pre-loaded worker processes, one per core.
+
+Each worker is a fresh interpreter (``python -I -m dapo_bench.verifiers.code.worker``) with a
+minimal environment (no secrets of ours), its own random unprivileged uid, and its own private
+temp base. `Pool.run(jobs)` sends jobs to idle workers (one thread per worker) and returns the
+raw results in order; a worker that dies is restarted and its job is a ``sandbox_error``.
+`Pool.layers()` runs the probe once and caches ``layer -> (active, detail)``.
+
+Not here: test parsing and grading (``formats``, ``compare``, ``api``).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import select
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+from dapo_bench.verifiers.code import probe, wire
+
+_ENV = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "HOME": "/nonexistent",
+        "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+        "PYTHONDONTWRITEBYTECODE": "1", "PYTHONHASHSEED": "0"}
+_HELLO_TIMEOUT = 60.0
+
+
+class WorkerDied(Exception):
+    pass
+
+
+class _Worker:
+    def __init__(self, uid: int, tmp: str, landlock: bool):
+        self.uid, self.tmp = uid, tmp
+        cmd = [sys.executable, "-I", "-m", "dapo_bench.verifiers.code.worker",
+               "--uid", str(uid), "--tmp", tmp]
+        if not landlock:
+            cmd.append("--no-landlock")
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.DEVNULL, env=_ENV, cwd="/",
+                                     close_fds=True)
+        self.hello = self._recv(time.monotonic() + _HELLO_TIMEOUT)[0]
+
+    def _recv(self, deadline: float) -> tuple[dict, list[bytes]]:
+        fd = self.proc.stdout.fileno()
+        buf = bytearray()
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                raise WorkerDied("worker did not answer in time")
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                raise WorkerDied(f"worker exited ({self.proc.poll()})")
+            buf += chunk
+            frames = wire.parse_stream(buf)
+            if frames:
+                return frames[0]
+
+    def call(self, job: dict, timeout: float) -> tuple[dict, list[bytes]]:
+        try:
+            wire.write_all(self.proc.stdin.fileno(), wire.encode(job))
+        except OSError as e:
+            raise WorkerDied(f"worker gone: {e}") from None
+        return self._recv(time.monotonic() + timeout)
+
+    def close(self) -> None:
+        try:
+            self.proc.stdin.close()
+            self.proc.wait(timeout=5)
+        except (OSError, subprocess.TimeoutExpired):
+            self.proc.kill()
+            self.proc.wait()
+        if self.proc.stdout:
+            self.proc.stdout.close()
+
+
+def job_timeout(job: dict) -> float:
+    """The parent's patience for one job: the worker's backstop plus a margin."""
+    lim = job["limits"]
+    wall = lim["wall_s"] if lim.get("wall_s") else 2 * lim["time_s"] + 1
+    n = max(1, len(job.get("cases") or job.get("checks") or [0]))
+    return n * (wall + 0.5) + 35
+
+
+class Pool:
+    def __init__(self, workers: int | None = None, *, landlock: bool = True):
+        self.size = max(1, workers or os.cpu_count() or 1)
+        self._landlock = landlock
+        self._base = tempfile.mkdtemp(prefix="dapo-sandbox-")
+        os.chmod(self._base, 0o711)
+        rng = random.SystemRandom()
+        self._uids = rng.sample(range(2_000_000, 2_000_000_000), self.size)
+        self._workers: list[_Worker | None] = [None] * self.size
+        self._lock = threading.Lock()
+        self._layers: dict | None = None
+        try:
+            for i in range(self.size):
+                self._workers[i] = self._spawn(i)
+        except BaseException:
+            self.close()
+            raise
+
+    def _spawn(self, i: int) -> _Worker:
+        tmp = os.path.join(self._base, f"w{i}")
+        os.makedirs(tmp, mode=0o711, exist_ok=True)
+        return _Worker(self._uids[i], tmp, self._landlock)
+
+    def _call(self, i: int, job: dict) -> tuple[dict, list[bytes]]:
+        w = self._workers[i]
+        try:
+            if w is None:
+                w = self._workers[i] = self._spawn(i)
+            return w.call(job, job_timeout(job))
+        except WorkerDied as e:
+            if w is not None:
+                w.proc.kill()
+                w.close()
+            self._workers[i] = None
+            return {"results": [], "fatal": {"fatal": str(e)}}, []
+
+    def run(self, jobs: list[dict], on_done=None) -> list[tuple[dict, list[bytes]]]:
+        """Run jobs on all workers; results in input order. ``on_done(k)`` after each."""
+        out: list = [None] * len(jobs)
+        nxt = iter(range(len(jobs)))
+
+        def serve(i: int) -> None:
+            while True:
+                with self._lock:
+                    k = next(nxt, None)
+                if k is None:
+                    return
+                out[k] = self._call(i, jobs[k])
+                if on_done is not None:
+                    with self._lock:
+                        on_done(k)
+
+        n = min(self.size, len(jobs))
+        if n <= 1:
+            serve(0)
+            return out
+        threads = [threading.Thread(target=serve, args=(i,), daemon=True) for i in range(n)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        return out
+
+    def layers(self) -> dict[str, tuple[bool, str]]:
+        """Probe once (in worker 0, as a program would run) and cache the answer."""
+        if self._layers is None:
+            job = {"kind": "probe", "program": "", "limits": {"time_s": 5.0}}
+            head, _ = self._call(0, job)
+            report = None
+            for r in head.get("results", []):
+                report = r.get("probe", report)
+            hello = self._workers[0].hello if self._workers[0] else {}
+            self._layers = probe.summarise(hello, report)
+        return self._layers
+
+    def isolated(self) -> tuple[bool, str]:
+        return probe.isolated(self.layers())
+
+    def close(self) -> None:
+        for i, w in enumerate(self._workers):
+            if w is not None:
+                w.close()
+                self._workers[i] = None
+        shutil.rmtree(self._base, ignore_errors=True)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

@@ -1,0 +1,267 @@
+"""A pre-loaded worker: ``python -I -m dapo_bench.verifiers.code.worker --uid N --tmp DIR``.
+
+Started by `pool.Pool` (one per core) as a fresh interpreter, so nothing of the parent's
+memory (expected outputs included) is in it. It sets up its namespaces once, imports the
+modules programs commonly use, says hello, then serves jobs read from fd 0: for each it forks
+confined children (see `child`) over chunks of the program's tests, acts as their per-test
+wall-clock watchdog, judges a child's death, reads each test's stdout from the memfd it gave
+the child, and makes sure no process of its sandbox uid outlives the job. Results go to fd 1.
+
+It never runs untrusted code itself, and holds no expected outputs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import select
+import shutil
+import signal
+import sys
+import tempfile
+import time
+
+from dapo_bench.verifiers.code import child, harness, landlock, layers, wire  # noqa: F401
+
+PRELOAD = (
+    "math", "cmath", "collections", "itertools", "functools", "heapq", "bisect", "re", "string",
+    "random", "typing", "fractions", "decimal", "statistics", "operator", "copy", "array",
+    "datetime", "json", "dataclasses", "enum", "hashlib", "textwrap", "unicodedata", "io",
+    "sortedcontainers", "pyseccomp",
+)
+
+
+def _sweep(uid: int | None) -> None:
+    """Kill every process of the private ``uid`` (from a helper that takes that uid)."""
+    if uid is None or uid == 0:
+        return
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.setresgid(uid, uid, uid)
+            os.setresuid(uid, uid, uid)
+            if os.getuid() == uid:
+                os.kill(-1, signal.SIGKILL)
+        finally:
+            os._exit(0)
+    os.waitpid(pid, 0)
+
+
+def _reap() -> None:
+    while True:
+        try:
+            if os.waitpid(-1, os.WNOHANG)[0] == 0:
+                return
+        except ChildProcessError:
+            return
+
+
+CHUNK = 64  # tests per child at most (one output memfd each)
+
+
+def _death(wstatus: int, cpu: float, lim: dict, kind: str) -> tuple[str, str]:
+    """The status of a test during which the child died without reporting."""
+    if os.WIFSIGNALED(wstatus):
+        sig = os.WTERMSIG(wstatus)
+        if sig == signal.SIGXCPU or (sig == signal.SIGKILL and cpu >= lim["time_s"]):
+            return "time_limit", f"CPU over {lim['time_s']:g}s"
+        if sig == signal.SIGXFSZ:
+            return "output_limit", "file size limit"
+        return "runtime_error", f"killed by {signal.Signals(sig).name}"
+    code = os.WEXITSTATUS(wstatus)
+    if code == 0 and kind == "stdio":
+        return "ok", ""  # e.g. os._exit(0) after writing the answer
+    return "runtime_error", f"exited during the test (status {code})"
+
+
+class _Job:
+    """One program: forks children over chunks of its tests and watches them."""
+
+    def __init__(self, job: dict, uid, tmpdir: str, abi: int, bpf, keep_fds: tuple):
+        self.job, self.uid, self.tmpdir, self.abi, self.bpf = job, uid, tmpdir, abi, bpf
+        self.keep_fds = keep_fds
+        self.kind = job["kind"]
+        self.lim = job["limits"]
+        self.wall = self.lim.get("wall_s") or 2 * self.lim["time_s"] + 1
+        self.n = 1 if self.kind == "probe" else len(job.get("cases") or job.get("checks") or [])
+        self.cap = int(self.lim.get("output_mb", 16.0) * 1024 * 1024)
+        self.results: dict[int, dict] = {}
+        self.blobs: list[bytes] = []
+        self.tokens: list[str] = []
+        self.fatal: str | None = None
+        self.abnormal = False
+        self.t0 = time.monotonic()
+        self.backstop = self.t0 + self.n * (self.wall + 0.5) + 5
+
+    def _record(self, k: int, head: dict, out_fd: int, t_test: float) -> None:
+        res = {key: head[key] for key in ("status", "error", "cpu", "value", "probe") if key in head}
+        res["wall"] = time.monotonic() - t_test
+        if self.kind == "stdio":
+            size = os.fstat(out_fd).st_size
+            data = os.pread(out_fd, min(size, self.cap + 1), 0) if size else b""
+            if size > self.cap and res["status"] in ("ok", "runtime_error"):
+                res["status"], res["error"] = "output_limit", f"stdout over {self.cap} bytes"
+            res["blob"] = len(self.blobs)
+            self.blobs.append(data)
+        self.results[k] = res
+
+    def _chunk(self, start: int) -> int:
+        """Run a child from test ``start``; -> the next test to run, or -1 to stop."""
+        stop = min(self.n, start + CHUNK)
+        outs = [os.memfd_create("out", 0) for _ in range(start, stop)]
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                os.close(r)
+                for fd in self.keep_fds:
+                    os.close(fd)
+                child.run(self.job, start, stop, outs, w, self.uid, self.tmpdir, self.abi,
+                          self.bpf)
+            finally:
+                os._exit(0)
+        os.close(w)
+        pidfd = os.pidfd_open(pid)
+        poller = select.poll()
+        poller.register(r, select.POLLIN)
+        poller.register(pidfd, select.POLLIN)
+        cur, t_test, buf = start, time.monotonic(), bytearray()
+        killed, halt, exited, eof = None, False, False, False
+
+        def handle(frames) -> None:
+            nonlocal cur, t_test, halt
+            for head, _ in frames:
+                if head.get("i") == cur and not halt:
+                    self._record(cur, head, outs[cur - start], t_test)
+                    st = self.results[cur]["status"]
+                    cur, t_test = cur + 1, time.monotonic()
+                    fails = self.lim.get("fail_fast", True) and st in child.FAILS
+                    halt = bool(fails or head.get("dirty"))
+                elif "done" in head:
+                    self.tokens.append(str(head["done"]))
+                elif "fatal" in head:
+                    self.fatal, halt = str(head["fatal"]), True
+
+        while not (halt or exited or eof):  # the child exits after its last test
+            left = min(t_test + self.wall, self.backstop) - time.monotonic()
+            if left <= 0:
+                if cur < stop:
+                    killed = ("time_limit", f"wall clock over {self.wall:g}s")
+                break
+            for fd, _ev in poller.poll(left * 1000):
+                if fd == pidfd:
+                    exited = True
+                    continue
+                chunk = os.read(r, 1 << 20)
+                if not chunk:
+                    eof = True
+                    poller.unregister(r)
+                buf += chunk
+            try:
+                handle(wire.parse_stream(buf))
+            except ValueError:
+                killed = ("runtime_error", "corrupt report from the child")
+                break
+            if len(buf) > 1 << 20:
+                killed = ("runtime_error", "report over 1 MiB")
+                break
+        try:
+            os.killpg(pid, signal.SIGKILL)  # the child and everything it started
+        except (ProcessLookupError, PermissionError):
+            pass
+        if killed is None and not eof:  # drain what the dead child wrote
+            while poller.poll(1000):
+                chunk = os.read(r, 1 << 20)
+                if not chunk:
+                    break
+                buf += chunk
+            try:
+                handle(wire.parse_stream(buf))
+            except ValueError:
+                killed = ("runtime_error", "corrupt report from the child")
+        _, wstatus, ru = os.wait4(pid, 0)
+        os.close(r)
+        os.close(pidfd)
+        fail_fast = self.lim.get("fail_fast", True)
+        nxt = cur
+        if self.fatal is not None:
+            nxt = -1
+        elif cur < stop and not halt:  # died, or killed by us, during test `cur`
+            self.abnormal = True
+            cpu = ru.ru_utime + ru.ru_stime
+            st, err = killed or _death(wstatus, cpu, self.lim, self.kind)
+            self._record(cur, {"status": st, "error": err, "cpu": cpu}, outs[cur - start], t_test)
+            nxt = -1 if fail_fast and st in child.FAILS else cur + 1
+        elif halt and fail_fast and self.results[cur - 1]["status"] in child.FAILS:
+            nxt = -1
+        for fd in outs:
+            os.close(fd)
+        return nxt if nxt < self.n else -1
+
+    def run(self) -> tuple[dict, list[bytes]]:
+        start = 0
+        while 0 <= start < self.n and time.monotonic() < self.backstop:
+            start = self._chunk(start)
+        if self.abnormal or self.fatal:
+            _sweep(self.uid)
+        _reap()
+        results = [dict(self.results[k], i=k) for k in sorted(self.results)]
+        head = {"results": results, "tokens": self.tokens, "seconds": time.monotonic() - self.t0,
+                "fatal": self.fatal}
+        return head, self.blobs
+
+
+def run_job(job: dict, uid, tmp_base: str, abi: int, bpf, keep_fds: tuple):
+    tmpdir = tempfile.mkdtemp(dir=tmp_base)
+    try:
+        return _Job(job, uid, tmpdir, abi, bpf, keep_fds).run()
+    finally:
+        shutil.rmtree(tmpdir, ignore_errors=True)
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--uid", type=int, default=-1)
+    ap.add_argument("--tmp", required=True)
+    ap.add_argument("--disk-mb", type=int, default=256)
+    ap.add_argument("--no-landlock", action="store_true")
+    args = ap.parse_args(argv)
+    jobs_fd, out_fd = os.dup(0), os.dup(1)
+    devnull = os.open(os.devnull, os.O_RDWR)
+    os.dup2(devnull, 0)
+    os.dup2(devnull, 1)
+    uid = args.uid if args.uid > 0 and os.geteuid() == 0 else None
+    try:
+        ns = layers.enter_worker_namespaces(args.tmp, args.disk_mb)
+        ns_error = ""
+    except OSError as e:
+        ns, ns_error = {}, str(e)
+    abi = 0 if args.no_landlock else landlock.abi_version()
+    try:
+        bpf, bpf_error = layers.seccomp_bpf(os.getpid()), ""
+    except Exception as e:  # noqa: BLE001 - reported by the probe as an inactive layer
+        bpf, bpf_error = None, repr(e)
+    for mod in PRELOAD:
+        try:
+            importlib.import_module(mod)
+        except ImportError:
+            pass
+    wire.send(out_fd, {"hello": True, "ns": ns, "ns_error": ns_error, "abi": abi,
+                       "uid": uid, "pid": os.getpid(), "seccomp_error": bpf_error})
+    while True:
+        msg = wire.recv(jobs_fd)
+        if msg is None:
+            break
+        job = msg[0]
+        try:
+            head, blobs = run_job(job, uid, args.tmp, abi, bpf, (jobs_fd, out_fd))
+        except Exception as e:  # noqa: BLE001 - reported as sandbox_error for this job
+            head, blobs = {"results": [], "fatal": {"fatal": f"worker: {e!r}"[:300]}}, []
+        head["id"] = job.get("id")
+        wire.send(out_fd, head, blobs)
+    sys.exit(0)
+
+
+if __name__ == "__main__":
+    main()
