@@ -215,3 +215,15 @@ def test_training_curves_one_line_per_iteration(runs):
     fig = training_curves(Plot(id="c", kind="training_curves", metric="loss"), loaded)
     labels = sorted(line.get_label() for line in fig.axes[0].get_lines())
     assert labels == ["dapo it1", "dapo it2", "dpo", "grpo", "ppo", "rft", "sft"]
+
+
+def test_calibration_reads_heldout_bins(runs):
+    from dapo_bench.leaderboard.plots import calibration
+    from dapo_bench.leaderboard.runs import collect
+    from dapo_bench.leaderboard.spec import Inputs, Plot
+
+    loaded, _ = collect(Inputs(globs=["main/*/results.json"]), runs)
+    fig = calibration(Plot(id="c", kind="calibration", match={"method": "dapo"}), loaded)
+    lines = {line.get_label(): line for line in fig.axes[0].get_lines()}
+    assert "dapo (brier=0.170, ece=0.040)" in lines
+    assert list(lines["dapo (brier=0.170, ece=0.040)"].get_xdata()) == [0.7]  # empty bin dropped

@@ -3,7 +3,8 @@
 Kinds: ``acc_vs_flops`` (accuracy vs training FLOPs per method, with the base run as a line),
 ``training_curves`` (a ``history`` metric vs step per run, one line per ``iteration``), ``beta_ablation`` (accuracy vs
 DAPO's beta) and ``calibration`` (the critic's reliability diagram from ``{brier, ece,
-bins: [{p_mean, y_mean, n}]}``). A kind returns ``None`` when no run carries its data; the
+bins: [{p_mean, y_mean, n}]}``, or the ``critic.heldout`` of ``dapo_bench.training.critic``
+with ``mean_pred``/``mean_label`` bins; empty bins are dropped). A kind returns ``None`` when no run carries its data; the
 caller then lists the plot as not drawn instead of writing an empty image.
 
 Bytes are stable: no pyplot global state, matplotlib's default style inside a context, fixed
@@ -176,7 +177,7 @@ def beta_ablation(p: Plot, runs: list[Run]):
 
 @PLOTS.register("calibration", help="critic reliability diagram")
 def calibration(p: Plot, runs: list[Run]):
-    key = p.field or "critic"
+    key = p.field or "critic.heldout|critic"
     found = []
     for r in runs:
         if not matches(r, p.match):
@@ -185,9 +186,14 @@ def calibration(p: Plot, runs: list[Run]):
         bins = c.get("bins") if isinstance(c, dict) else None
         if not isinstance(bins, list):
             continue
-        pts = [(float(b["p_mean"]), float(b["y_mean"]), int(b.get("n", 1))) for b in bins
-               if isinstance(b, dict) and _finite(b.get("p_mean")) and _finite(b.get("y_mean"))
-               and int(b.get("n", 1)) > 0]
+        pts = []
+        for b in bins:  # {p_mean, y_mean, n} or dapo_bench.training.critic's {mean_pred, ...}
+            if not isinstance(b, dict):
+                continue
+            x, y = b.get("p_mean", b.get("mean_pred")), b.get("y_mean", b.get("mean_label"))
+            n = b.get("n", 1)
+            if _finite(x) and _finite(y) and _finite(n) and n > 0:
+                pts.append((float(x), float(y), int(n)))
         if pts:
             found.append((r, c, sorted(pts)))
     if not found:

@@ -123,7 +123,7 @@ class Plot:
     """A PNG plot. ``kind``: ``acc_vs_flops`` (one point per run, x = ledger FLOPs),
     ``training_curves`` (``history`` metric vs step per run), ``beta_ablation`` (metric vs
     ``field``, default ``config.beta``, with the ``base_match`` run as a line),
-    ``calibration`` (reliability diagram from ``field``, default ``critic``)."""
+    ``calibration`` (reliability diagram from ``field``, default ``critic.heldout|critic``)."""
 
     id: str
     kind: Literal["acc_vs_flops", "training_curves", "beta_ablation", "calibration"]
