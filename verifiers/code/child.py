@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import sys
+from builtins import BaseException, int, len, range, str  # noqa: UP029 - see harness.py
 
 from dapo_bench.verifiers.code import harness, layers, probe, wire
 from dapo_bench.verifiers.code.limits import Limits

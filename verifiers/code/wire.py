@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import struct
+from builtins import bytes, dict, len, min, range  # noqa: UP029 - see harness.py
 
 _U32 = struct.Struct("<I")
 
