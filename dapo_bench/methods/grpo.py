@@ -202,8 +202,8 @@ def run_online(ctx: Any, cfg: Any, train_fn, max_steps: int) -> MethodOutput:
         problems = load_train_problems(ctx)
         scorer = Scorer(load_train_task(ctx))
         opts = {"batch_size": ctx.opts.gen_batch_size} if ctx.opts.backend == "hf" else {}
-        policy = OnlinePolicy(ctx.opts.backend, ctx.opts.model, ctx.run_dir / "policy_sync",
-                              **opts)
+        policy = OnlinePolicy.load(ctx.opts.backend, ctx.opts.model,
+                                   ctx.run_dir / "policy_sync", **opts)
         try:
             with ctx.progress(f"{ctx.method} steps", max_steps) as advance:
                 def log(row: dict) -> None:

@@ -46,18 +46,24 @@ class OnlinePolicy:
     ``sync_dir`` and calls ``generator.update_weights`` (call it before each rollout).
     """
 
-    def __init__(self, backend: str, model_dir: str, sync_dir: str | Path, **gen_options: Any):
-        from dapo_bench.generation.base import load_generator
-
-        self.generator = load_generator(backend, model_dir, **gen_options)
-        own = getattr(self.generator, "model", None)
+    def __init__(self, generator: Generator, model_dir: str, sync_dir: str | Path):
+        self.generator = generator
+        own = getattr(generator, "model", None)
         self.in_place = isinstance(own, torch.nn.Module)
         if self.in_place:
-            self.model, self.tokenizer = own, self.generator.tokenizer
+            self.model, self.tokenizer = own, generator.tokenizer
         else:
             self.model, self.tokenizer = load_policy(model_dir)
         self.sync_dir = Path(sync_dir)
         self._dirty = False
+
+    @classmethod
+    def load(cls, backend: str, model_dir: str, sync_dir: str | Path,
+             **gen_options: Any) -> OnlinePolicy:
+        """A fresh generator of ``backend`` for ``model_dir`` (never one shared with eval)."""
+        from dapo_bench.generation.base import load_generator
+
+        return cls(load_generator(backend, model_dir, **gen_options), model_dir, sync_dir)
 
     def mark_updated(self) -> None:
         self._dirty = True
