@@ -12,7 +12,8 @@ verifiers see the same text: ours ``verify(response, gold)``, math-verify
 ``verify(parse("$" + gold + "$"), parse(response))``. Every pair has its own gold, so our
 parse cache does not help here (the RL case, many predictions per gold, is the ``--rl`` set).
 Single process each: ours with ``workers=1`` (one sympy worker used sequentially), math-verify
-in this process. Prints pairs/s, the ratio, the agreement between the two, and each one's
+in this process; both get the same untimed warm-up (``worker.WARM_UP``: imports and the LaTeX
+parser's lazily built tables). Prints pairs/s, the ratio, the agreement between the two, and each one's
 false "equal" verdicts on the negatives and misses on the positives; then our batch
 throughput with the process pool over all cores.
 """
@@ -132,9 +133,11 @@ def _run_ours(pairs, workers: int):
 
 
 def _run_math_verify(pairs):
+    from dapo_bench.verifiers.math.worker import WARM_UP
     from math_verify import parse, verify
 
-    verify(parse("$1$"), parse(r"\boxed{1}"))  # imports and first-call set-up, not timed
+    for g, r in WARM_UP:  # the same parser warm-up our workers do at start, not timed
+        verify(parse(f"${g}$"), parse(f"${r}$"))
     t0 = time.perf_counter()
     res = [bool(verify(parse(f"${g}$"), parse(r))) for g, r, _ in pairs]
     return res, time.perf_counter() - t0

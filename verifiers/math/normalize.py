@@ -66,8 +66,7 @@ _PLAIN_NUMBER_UNIT = re.compile(
     r"^(-?[\d.,/]+%?)\s+(?:[a-zA-Z]{2,}\.?)(?:\s*(?:/|per)?\s*[a-zA-Z]{1,}\.?)?(?:\^\{?\d\}?)?$")
 _MATH_WORDS = frozenset({"pi", "sqrt", "frac", "infty", "and", "or", "cdot", "times", "i"})
 _THOUSANDS = re.compile(r"^-?\d{1,3}(?:,\d{3})+(?:\.\d+)?%?$")
-_TRAILING_PUNCT = re.compile(r"(?:\s|\.(?!\d)|,|;|:|\\\\)+$")
-_LEADING = re.compile(r"^(?:\s|:)+")
+_WS_RUN = re.compile(r"\s+")
 
 
 def check_size(s: str) -> None:
@@ -92,7 +91,7 @@ def clean(s: str) -> str:
     """
     check_size(s)
     s = _UNICODE_RE.sub(lambda m: _UNICODE[m.group(0)], s)
-    s = _DELIMS.sub(" ", s)
+    s = _WS_RUN.sub(" ", _DELIMS.sub(" ", s))  # single spaces keep the regexes below linear
     for pat, rep in _SUBS:
         s = pat.sub(rep, s)
     s = s.strip()
@@ -102,13 +101,24 @@ def clean(s: str) -> str:
             break
         s = s[: m.start()].rstrip().rstrip("/").rstrip()
     s = _TEXT_UNWRAP.sub(lambda m: m.group(1), s)
-    s = _LEADING.sub("", _TRAILING_PUNCT.sub("", s))
+    s = _strip_punct(s)
     m = _PLAIN_NUMBER_UNIT.match(s)
     if m and not (set(re.findall(r"[a-zA-Z]+", s[m.end(1):])) & _MATH_WORDS):
         s = m.group(1)
     if _THOUSANDS.match(s):
         s = s.replace(",", "")
     return s
+
+
+def _strip_punct(s: str) -> str:
+    """Drop leading colons and trailing full stops, commas, colons, semicolons and ``\\\\``."""
+    s = s.lstrip(" :")
+    while True:
+        t = s.rstrip(" .,;:")
+        t = t.removesuffix("\\\\")
+        if t == s:
+            return t
+        s = t
 
 
 _CMD_SPACE = re.compile(r"(\\[a-zA-Z]+)\s+(?=[a-zA-Z0-9])")

@@ -27,7 +27,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from dapo_bench.verifiers.math.normalize import squeeze
+from dapo_bench.verifiers.math.normalize import TooLarge, squeeze
 
 
 @dataclass(frozen=True)
@@ -90,50 +90,65 @@ def _wraps(s: str, open_: str, close: str) -> bool:
     return True
 
 
-def parse(s: str, depth: int = 0) -> Node:
-    """Parse a cleaned answer (see :func:`normalize.clean`) into a :class:`Node` tree."""
+MAX_NODES = 500  # nodes per answer (bounds \\pm expansion and huge lists); beyond: too_large
+
+
+def parse(s: str) -> Node:
+    """Parse a cleaned answer (see :func:`normalize.clean`) into a :class:`Node` tree.
+
+    Raises normalize.TooLarge beyond MAX_NODES nodes."""
+    return _parse(s, 0, [MAX_NODES])
+
+
+def _parse(s: str, depth: int, budget: list[int]) -> Node:
+    budget[0] -= 1
+    if budget[0] < 0:
+        raise TooLarge(f"answer with more than {MAX_NODES} parts")
     s = s.strip()
     if depth > 40:
         return Node("leaf", squeeze(s))
     parts = [p for p in _WORD_SEP.split(s) if p.strip()]
     if len(parts) > 1:
-        return Node("list", items=tuple(parse(p, depth + 1) for p in parts))
+        return Node("list", items=tuple(_parse(p, depth + 1, budget) for p in parts))
     parts = _top_level(s, (r"\cup",))
     if len(parts) > 1:
-        return Node("union", items=tuple(parse(p, depth + 1) for p in parts))
+        return Node("union", items=tuple(_parse(p, depth + 1, budget) for p in parts))
     parts = _top_level(s, (",", ";"))
     if len(parts) > 1:
-        return Node("list", items=tuple(parse(p, depth + 1) for p in parts if p.strip()))
+        return Node("list", items=tuple(
+            _parse(p, depth + 1, budget) for p in parts if p.strip()))
     if _wraps(s, "\\{", "\\}"):
         inner = _top_level(s[2:-2], (",", ";"))
-        return Node("list", items=tuple(parse(p, depth + 1) for p in inner if p.strip()))
+        return Node("list", items=tuple(_parse(p, depth + 1, budget) for p in inner if p.strip()))
     if len(s) >= 2 and s[0] in "([" and s[-1] in ")]" and _wraps(s, s[0], s[-1]):
         inner = _top_level(s[1:-1], (",",))
         if len(inner) == 1:
             if s[0] == "(" and s[-1] == ")":
-                return parse(inner[0], depth + 1)
+                return _parse(inner[0], depth + 1, budget)
             return Node("leaf", squeeze(s))
-        return Node("tuple", s[0] + s[-1], tuple(parse(p, depth + 1) for p in inner))
+        return Node("tuple", s[0] + s[-1], tuple(_parse(p, depth + 1, budget) for p in inner))
     m = _MATRIX.match(s)
     if m:
         rows = [r for r in _top_level(m.group(2), ("\\\\",)) if r.strip()]
         return Node("matrix", items=tuple(
-            Node("tuple", "[]", tuple(parse(c, depth + 1) for c in _top_level(r, ("&",))))
+            Node("tuple", "[]", tuple(
+                _parse(c, depth + 1, budget) for c in _top_level(r, ("&",))))
             for r in rows))
     pm = _top_level(s, (r"\pm", r"\mp"))
     if 1 < len(pm) <= 4:
         alts = []
         for signs in itertools.product("+-", repeat=len(pm) - 1):
             alts.append("".join(a + b for a, b in zip(pm, signs)) + pm[-1])
-        return Node("list", items=tuple(parse(a, depth + 1) for a in alts))
+        return Node("list", items=tuple(_parse(a, depth + 1, budget) for a in alts))
     parts = _top_level(s, (r"\approx",))
     if len(parts) > 1:
-        return parse(parts[-1], depth + 1)
+        return _parse(parts[-1], depth + 1, budget)
     parts = [p for p in _top_level(s, ("=",)) if p.strip()]
     if len(parts) > 1:
         lhs = squeeze(parts[0])
         if _VARIABLE.match(lhs):
-            return Node("eq", squeeze(parts[0] + "=" + parts[-1]), (parse(parts[-1], depth + 1),),
+            rhs = _parse(parts[-1], depth + 1, budget)
+            return Node("eq", squeeze(parts[0] + "=" + parts[-1]), (rhs,),
                         lhs)
         return Node("leaf", squeeze(parts[-2] + "=" + parts[-1]))
     return Node("leaf", squeeze(s))
