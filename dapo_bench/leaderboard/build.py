@@ -12,13 +12,11 @@ Not covered: running anything that produces result files (see ``dapo-bench train
 
 from __future__ import annotations
 
-import os
-import tempfile
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
-from dapo_bench.io import atomic_write_json, atomic_write_text
+from dapo_bench.io import atomic_write_bytes, atomic_write_json, atomic_write_text
 from dapo_bench.leaderboard import plots as P
 from dapo_bench.leaderboard.render import RENDERERS, Page
 from dapo_bench.leaderboard.runs import Skipped, collect
@@ -36,21 +34,6 @@ class Rendered:
     skipped: list[Skipped] = field(default_factory=list)
     not_drawn: list[str] = field(default_factory=list)
     n_runs: int = 0
-
-
-def _write_bytes(path: Path, data: bytes) -> None:
-    # Binary twin of dapo_bench.io.atomic_write_text (PNG files).
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def render(spec_path: str | Path, runs_dir: str | Path | None = None,
@@ -92,7 +75,7 @@ def render(spec_path: str | Path, runs_dir: str | Path | None = None,
     for name in sorted(outputs):
         path = out / name
         if name.endswith(".png"):
-            _write_bytes(path, outputs[name])
+            atomic_write_bytes(path, outputs[name])
         else:
             atomic_write_text(path, outputs[name].decode("utf-8"))
         result.written.append(path)
