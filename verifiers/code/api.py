@@ -92,8 +92,8 @@ def _error_verdict(reason: str, error: str, spec: Spec | None = None) -> Verdict
 class _Runner:
     """A pool plus the isolation check; runs specs and grades them."""
 
-    def __init__(self, workers: int | None = None):
-        self.pool = Pool(workers)
+    def __init__(self, workers: int | None = None, *, landlock: bool = True):
+        self.pool = Pool(workers, landlock=landlock)
         self.ok, self.why = self.pool.isolated()
 
     def run(self, programs: list[str], specs: list[Spec], limits: Limits,

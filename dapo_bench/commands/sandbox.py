@@ -1,0 +1,48 @@
+"""``dapo-bench sandbox check``: which containment layers of the code sandbox are active.
+
+The layers are probed from inside a confined child, as a program would run (see
+``dapo_bench.verifiers.code.probe``). Exit status 0 when network and write isolation both hold
+(the sandbox will grade), 1 otherwise (every code verdict would be ``sandbox_error``).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import typer
+
+
+def register(app: typer.Typer) -> None:
+    sandbox = typer.Typer(help="The code sandbox: check its containment layers.",
+                          no_args_is_help=True)
+    app.add_typer(sandbox, name="sandbox")
+
+    @sandbox.command("check")
+    def check_cmd(
+        as_json: bool = typer.Option(False, "--json", help="print JSON instead of a table"),
+    ) -> None:
+        """Print which sandbox layers are active on this machine, and why."""
+        from rich.console import Console
+        from rich.table import Table
+
+        from dapo_bench.verifiers.code import check_layers
+        from dapo_bench.verifiers.code.probe import isolated
+
+        layers = check_layers()
+        ok, why = isolated(layers)
+        if as_json:
+            out = {k: {"active": a, "detail": d} for k, (a, d) in layers.items()}
+            sys.stdout.write(json.dumps({"layers": out, "isolated": ok, "why": why}) + "\n")
+        else:
+            table = Table(title="code sandbox layers", title_justify="left")
+            table.add_column("layer")
+            table.add_column("active")
+            table.add_column("detail")
+            for name, (active, detail) in layers.items():
+                table.add_row(name, "[green]yes[/green]" if active else "[red]no[/red]", detail)
+            console = Console()
+            console.print(table)
+            verdict = "[green]isolated[/green]" if ok else "[red]NOT isolated[/red]"
+            console.print(f"{verdict}: {why}")
+        raise typer.Exit(0 if ok else 1)
