@@ -1,0 +1,118 @@
+"""The arith task data, the character tokenizer and the shipped reference policy."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from dapo_bench.arith import (
+    PROMPT_TEMPLATE,
+    SPLITS,
+    check_solution,
+    extract_boxed,
+    is_correct,
+    make_split,
+)
+from dapo_bench.errors import UserError
+from dapo_bench.toy.tokenizer import build_char_tokenizer
+
+STEP = re.compile(r"^(\d+)([+\-*])(\d+)=(\d+)$")
+
+
+@pytest.fixture(scope="module")
+def splits():
+    return {s: make_split(s) for s in SPLITS}
+
+
+def test_split_sizes_and_keys(splits):
+    assert len(splits["test"]) >= 2000
+    assert 2000 <= len(splits["sft"]) <= 3000
+    assert len(splits["rl_train"]) >= 10000
+    assert len(splits["test_ood"]) >= 1000
+    for rows in splits.values():
+        assert set(rows[0]) == {"id", "question", "answer", "solution", "n_steps"}
+        assert len({r["id"] for r in rows}) == len(rows)
+        assert len({r["question"] for r in rows}) == len(rows)
+
+
+def test_deterministic_and_prefix_stable(splits):
+    assert make_split("test", 300) == splits["test"][:300]
+    assert make_split("sft") == splits["sft"]
+    assert make_split("rl_train", 0) == []
+
+
+def test_splits_are_disjoint(splits):
+    seen: dict[str, str] = {}
+    for name, rows in splits.items():
+        for r in rows:
+            assert r["question"] not in seen, (r["question"], name, seen.get(r["question"]))
+            seen[r["question"]] = name
+
+
+def test_step_distributions(splits):
+    for name in ("rl_train", "test"):
+        assert {r["n_steps"] for r in splits[name]} == {2, 3, 4}
+    assert {r["n_steps"] for r in splits["test_ood"]} == {5}
+    sft_steps = [r["n_steps"] for r in splits["sft"]]
+    assert set(sft_steps) == {2, 3, 4, 5}
+    assert 0 < sft_steps.count(5) / len(sft_steps) < 0.1  # longer chains seen rarely
+
+
+def test_every_solution_step_is_right(splits):
+    for rows in splits.values():
+        for r in rows:
+            lines = r["solution"].split("\n")
+            assert len(lines) == r["n_steps"] + 1
+            assert lines[-1] == f"\\boxed{{{r['answer']}}}"
+            # The question is the left-nested chain of the steps and evaluates to the answer.
+            assert eval(r["question"]) == int(r["answer"])  # digits, + - * and parens only
+            cur = None
+            for line in lines[:-1]:
+                a, op, b, c = STEP.match(line).groups()
+                a, b, c = int(a), int(b), int(c)
+                assert cur is None or a == cur
+                assert c == (a + b if op == "+" else a - b if op == "-" else a * b)
+                assert 1 <= b <= 99 and 0 <= c <= 99
+                if op == "*":
+                    assert 2 <= b <= 9
+                cur = c
+            assert check_solution(r["question"], r["solution"])
+
+
+def test_check_solution_rejects_wrong_steps():
+    r = make_split("test", 1)[0]
+    lines = r["solution"].split("\n")
+    a, op, b, c = STEP.match(lines[0]).groups()
+    lines[0] = f"{a}{op}{b}={int(c) + 1}"
+    assert not check_solution(r["question"], "\n".join(lines))
+    assert not check_solution(r["question"], r["solution"].rsplit("\n", 1)[0])
+    assert not check_solution("1+", "1+1=2\n\\boxed{2}")
+
+
+def test_answer_extraction():
+    assert extract_boxed("1+2=3\n\\boxed{3}") == "3"
+    assert extract_boxed("\\boxed{1} then \\boxed{ 42 }") == "42"
+    assert extract_boxed("no box") is None
+    assert is_correct("3+4=7\n\\boxed{7}", "7") and not is_correct("\\boxed{8}", "7")
+
+
+def test_unknown_split():
+    with pytest.raises(UserError, match="unknown arith split"):
+        make_split("validation")
+
+
+def test_char_tokenizer_round_trip(tmp_path):
+    from transformers import AutoTokenizer
+
+    tok = build_char_tokenizer()
+    text = PROMPT_TEMPLATE.format(question="((56*2)-93)+76") + "56*2=112\n\\boxed{95} a\tz~"
+    ids = tok(text)["input_ids"]
+    assert len(ids) == len(text)  # one token per character, no BOS/EOS added
+    assert tok.decode(ids) == text
+    tok.save_pretrained(tmp_path)
+    again = AutoTokenizer.from_pretrained(tmp_path)
+    assert again(text)["input_ids"] == ids and again.decode(ids) == text
+    assert (again.pad_token_id, again.eos_token, again.padding_side) == (0, "<eos>", "left")
+    assert tok.decode(tok("é")["input_ids"]) == "<unk>"
+    assert tok.decode(ids + [tok.eos_token_id], skip_special_tokens=True) == text
