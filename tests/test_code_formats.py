@@ -9,11 +9,11 @@ import pickle
 import zlib
 
 import pytest
-
-from dapo_bench.errors import UserError
 from dapo_bench.verifiers.code import Limits, decode_lcb_private, extract_code, parse_tests
 from dapo_bench.verifiers.code.compare import stdout_matches, value_matches
 from dapo_bench.verifiers.code.harness import NotPlain, plain, safe_eq, to_json
+
+from dapo_bench.errors import UserError
 
 
 def test_taco_stdio_and_call():

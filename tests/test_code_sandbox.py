@@ -6,14 +6,14 @@ from __future__ import annotations
 import json
 
 import pytest
-from typer.testing import CliRunner
-
-from dapo_bench.cli import app
-from dapo_bench.errors import UserError
 from dapo_bench.verifiers.base import VERIFIERS
 from dapo_bench.verifiers.code import CodeVerifier, Limits, check_layers, run_tests
 from dapo_bench.verifiers.code.api import _Runner
 from dapo_bench.verifiers.code.formats import parse_tests
+from typer.testing import CliRunner
+
+from dapo_bench.cli import app
+from dapo_bench.errors import UserError
 
 LIM = Limits(time_s=2.0)
 ADD = "a, b = map(int, input().split())\nprint(a + b)\n"

@@ -15,7 +15,6 @@ import time
 import uuid
 
 import pytest
-
 from dapo_bench.verifiers.code import CodeVerifier, Limits, check_layers
 
 pytestmark = pytest.mark.hostile
@@ -120,8 +119,8 @@ def test_socket_to_loopback(cv):
     srv.listen(1)
     srv.settimeout(0.5)
     port = srv.getsockname()[1]
-    prog = ("import socket\ns = socket.create_connection(('127.0.0.1', %d), timeout=1)\n"
-            "s.sendall(b'leak')\nprint('ok')\n") % port
+    prog = (f"import socket\ns = socket.create_connection(('127.0.0.1', {port}), timeout=1)\n"
+            "s.sendall(b'leak')\nprint('ok')\n")
     try:
         v = run(cv, prog, stdio())
         assert v.reason == "runtime_error"
