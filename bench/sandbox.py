@@ -1,0 +1,174 @@
+"""Throughput of the code sandbox vs two peer graders, on the same programs and tests.
+
+    nice -n 5 unshare --pid --fork --mount-proc python3 bench/sandbox.py [--reps 8]
+
+Workload: real codeforces problems from ../shared/data/code/codeforces.json, each with a short
+hand-written stdin/stdout solution (below); every multi-case test is also split into one-case
+tests (``t = 1``), as TACO-style suites have many small tests. Graders, all on ``--workers``
+processes at once:
+
+* ours: `dapo_bench.verifiers.code.run_tests_batch`, fully confined (every layer active).
+* LiveCodeBench-style (as lcb_runner's check_correctness / testing_util): a
+  ``multiprocessing.Manager`` and a forked ``Process`` per program; in it, per test, stdin
+  patched with ``unittest.mock``, stdout captured, faulthandler and a SIGALRM timeout (no
+  confinement).
+* TACO-style: ``subprocess.run([python, -c, program])`` per test (no confinement); it runs
+  ``--taco-reps`` copies of the workload only, as it is slow.
+
+Prints tests/s for each and the ratios; the machine may be shared, so compare within a run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import multiprocessing as mp
+import signal
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from dapo_bench.verifiers.code import Limits, check_layers, run_tests_batch
+from dapo_bench.verifiers.code.compare import stdout_matches
+from dapo_bench.verifiers.code.formats import parse_tests
+from dapo_bench.verifiers.code.probe import isolated
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "code" / "codeforces.json"
+SOLUTIONS = {  # codeforces.json index -> solution; each test case is one input line
+    0: "for _ in range(int(input())):\n    x, y = map(int, input().split())\n"
+       "    print(min(x, y), max(x, y))\n",
+    199: "for _ in range(int(input())):\n    print(sum(map(int, input().strip())))\n",
+    180: "import sys\ninput = sys.stdin.readline\nfor _ in range(int(input())):\n"
+         "    n = int(input())\n    print(n // 4 + (n % 4) // 2)\n",
+    96: "for _ in range(int(input())):\n    a, b = input().split()\n"
+        "    print(b[0] + a[1:], a[0] + b[1:])\n",
+    105: "for _ in range(int(input())):\n    xs = list(map(int, input().split()))\n"
+         "    print(max(xs) - min(xs))\n",
+    43: "for _ in range(int(input())):\n    n, m = map(int, input().split())\n"
+        "    print('Yes' if n >= m and (n - m) % 2 == 0 else 'No')\n",
+    97: "for _ in range(int(input())):\n    n = int(input())\n    print(3 if n == 3 else 2)\n",
+    265: "for _ in range(int(input())):\n    a, b = map(int, input().split())\n"
+         "    print('YES' if a % 2 == 0 and (a > 0 or b % 2 == 0) else 'NO')\n",
+}
+TIME_S = 4.0
+
+
+def workload() -> tuple[list[str], list[list[str]], list[list[str]]]:
+    rows = json.loads(DATA.read_text())
+    programs, inputs, outputs = [], [], []
+    for idx, prog in SOLUTIONS.items():
+        spec = parse_tests(rows[idx]["tests"])
+        ins, outs = list(spec.cases), list(spec.expected)
+        for inp, out in zip(spec.cases, spec.expected):
+            lines, olines = inp.strip().split("\n")[1:], out.strip().split("\n")
+            if len(lines) == len(olines):
+                ins += [f"1\n{ln}\n" for ln in lines]
+                outs += [f"{o}\n" for o in olines]
+        programs.append(prog)
+        inputs.append(ins)
+        outputs.append(outs)
+    return programs, inputs, outputs
+
+
+def ours(programs, inputs, outputs, workers: int) -> tuple[float, list[bool]]:
+    tests = [{"inputs": i, "outputs": o} for i, o in zip(inputs, outputs)]
+    run_tests_batch(programs[:1], tests[:1], Limits(time_s=TIME_S), workers)  # start the pool
+    t0 = time.perf_counter()
+    verdicts = run_tests_batch(programs, tests, Limits(time_s=TIME_S), workers)
+    return time.perf_counter() - t0, [v.passed for v in verdicts]
+
+
+def _lcb_child(program: str, inputs: list[str], result) -> None:
+    """As lcb_runner's testing_util: compile once; per test, stdin patched with unittest.mock,
+    stdout captured, faulthandler on, a SIGALRM timeout."""
+    import faulthandler
+    from unittest.mock import mock_open, patch
+
+    code = compile(program, "<program>", "exec")
+    for inp in inputs:
+        faulthandler.enable()
+        signal.alarm(int(TIME_S))
+        buf = io.StringIO()
+        lines = iter(inp.split("\n"))
+        try:
+            with patch("builtins.open", mock_open(read_data=inp)), \
+                    patch("sys.stdin", io.StringIO(inp)), \
+                    patch("sys.stdin.readline", lambda *a, it=lines: next(it)), \
+                    patch("sys.stdin.readlines", lambda *a, s=inp: s.split("\n")), \
+                    patch("sys.stdin.read", lambda *a, s=inp: s), \
+                    contextlib.redirect_stdout(buf):
+                exec(code, {"__name__": "__main__"})  # noqa: S102 - the peer's way
+            result.append(buf.getvalue())
+        except BaseException:  # noqa: BLE001
+            result.append(None)
+        finally:
+            signal.alarm(0)
+            faulthandler.disable()
+
+
+def _lcb_one(program: str, inputs: list[str], outputs: list[str]) -> bool:
+    """As lcb_runner's check_correctness: a Manager list and a Process per program."""
+    ctx = mp.get_context("fork")
+    with ctx.Manager() as manager:
+        result = manager.list()
+        p = ctx.Process(target=_lcb_child, args=(program, inputs, result))
+        p.start()
+        p.join(timeout=(TIME_S + 1) * len(inputs) + 5)
+        if p.is_alive():
+            p.kill()
+        got = list(result)
+    return len(got) == len(outputs) and all(
+        g is not None and stdout_matches(g.encode(), o) for g, o in zip(got, outputs))
+
+
+def _taco_one(program: str, inputs: list[str], outputs: list[str]) -> bool:
+    ok = True
+    for inp, out in zip(inputs, outputs):
+        r = subprocess.run([sys.executable, "-c", program], input=inp.encode(),
+                           capture_output=True, timeout=TIME_S, check=False)
+        ok = ok and r.returncode == 0 and stdout_matches(r.stdout, out)
+    return ok
+
+
+def peer(fn, programs, inputs, outputs, workers: int):
+    t0 = time.perf_counter()
+    with ThreadPoolExecutor(workers) as ex:
+        passed = list(ex.map(fn, programs, inputs, outputs))
+    return time.perf_counter() - t0, passed
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--reps", type=int, default=8, help="copies of the workload")
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--taco-reps", type=int, default=2,
+                    help="copies run by the (slow) subprocess-per-test grader")
+    args = ap.parse_args()
+    layers = check_layers()
+    ok, why = isolated(layers)
+    active = [k for k, (a, _) in layers.items() if a]
+    print(f"sandbox layers active: {', '.join(active)} ({'isolated' if ok else why})")
+    p, i, o = workload()
+    programs, inputs, outputs = p * args.reps, i * args.reps, o * args.reps
+    n_tests = sum(map(len, inputs))
+    print(f"workload: {len(programs)} programs, {n_tests} stdin tests, {args.workers} workers")
+    rows = [("ours (confined)", ours(programs, inputs, outputs, args.workers)),
+            ("LCB-style in-process", peer(_lcb_one, programs, inputs, outputs, args.workers)),
+            ("TACO-style subprocess/test", peer(_taco_one, p * args.taco_reps, i * args.taco_reps,
+                                                o * args.taco_reps, args.workers))]
+    counts = {name: n_tests for name, _ in rows}
+    counts["TACO-style subprocess/test"] = sum(map(len, i)) * args.taco_reps
+    base = {name: counts[name] / secs for name, (secs, _) in rows}
+    print(f"{'grader':28s} {'seconds':>8s} {'tests/s':>9s} {'passed':>8s} {'ours is':>8s}")
+    for name, (secs, passed) in rows:
+        ratio = base["ours (confined)"] / base[name]
+        print(f"{name:28s} {secs:8.2f} {base[name]:9.1f} {sum(passed):4d}/{len(passed):<3d} "
+              f"{ratio:7.2f}x")
+
+
+if __name__ == "__main__":
+    main()
