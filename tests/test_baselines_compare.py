@@ -1,0 +1,70 @@
+"""Every baseline trains on arith through ``run_training`` and writes results.json; the
+comparison command collects them into one table (a tiny random policy, a tiny FLOP budget)."""
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from dapo_bench.errors import UserError
+from dapo_bench.results import load_results
+from dapo_bench.toy.model import tiny_llama
+from dapo_bench.toy.tokenizer import build_char_tokenizer
+from dapo_bench.training.common import save_policy
+
+ROOT = Path(__file__).resolve().parent.parent
+BASELINES = ("sft", "rft", "dpo", "grpo", "ppo")
+
+
+def _compare_module():
+    spec = importlib.util.spec_from_file_location("compare_methods",
+                                                  ROOT / "bench" / "compare_methods.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.fixture(scope="module")
+def tiny_dir(tmp_path_factory):
+    torch.set_num_threads(1)
+    tok = build_char_tokenizer()
+    out = tmp_path_factory.mktemp("policy") / "tiny"
+    save_policy(tiny_llama(tok, d=32, layers=2, heads=2, ffn=64), tok, out)
+    return str(out)
+
+
+def test_all_baselines_at_one_budget(tiny_dir, tmp_path, capsys):
+    cm = _compare_module()
+    budget = 4e8
+    sets = ["grpo:max_new_tokens=12", "grpo:prompts_per_step=4", "ppo:max_new_tokens=12",
+            "ppo:rollout_batch=16", "rft:n_problems=8", "rft:max_new_tokens=12",
+            "dpo:n_problems=8", "dpo:max_new_tokens=12"]
+    cm.main(budget_flops=budget, methods=",".join(BASELINES), out=tmp_path, model=tiny_dir,
+            eval_limit=4, seed=0, set_=sets, threads=1, quiet=True)
+    table = capsys.readouterr().out
+    for m in ("base",) + BASELINES:
+        res = load_results(tmp_path / m / "results.json")
+        assert res["method"] == m
+        assert set(res["tasks"]) == {"arith", "arith_ood"}
+        assert f"| {m} |" in table
+    for m in BASELINES:
+        res = json.loads((tmp_path / m / "results.json").read_text())
+        led = res["ledger"]
+        assert led["budget_flops"] == budget and 0 < led["flops"]
+        assert res["config"]["preset"] == "toy"
+    # online methods stop at the first step boundary past the budget
+    for m in ("sft", "grpo", "ppo"):
+        res = json.loads((tmp_path / m / "results.json").read_text())
+        assert res["ledger"]["flops"] >= budget
+    assert (tmp_path / "comparison.md").read_text().startswith("Equal-compute comparison")
+
+
+def test_compare_rejects_bad_input(tmp_path, tiny_dir):
+    cm = _compare_module()
+    with pytest.raises(UserError, match="unknown method 'nope'"):
+        cm.main(methods="nope", out=tmp_path, model=tiny_dir, set_=[], quiet=True)
+    with pytest.raises(UserError, match="expected METHOD:key=value"):
+        cm.main(methods="sft", out=tmp_path, model=tiny_dir, set_=["max_new_tokens=3"],
+                quiet=True)
