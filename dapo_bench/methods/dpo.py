@@ -27,7 +27,7 @@ import torch
 
 from dapo_bench.ledger import Ledger
 from dapo_bench.methods.base import MethodOutput, register_method
-from dapo_bench.methods.grpo import arith_toy, with_run_optim
+from dapo_bench.methods.baseline_run import arith_toy, train_stage, with_run_optim
 from dapo_bench.methods.rft import as_groups, rollout_stage
 from dapo_bench.training.common import (
     OptimConfig,
@@ -165,6 +165,4 @@ def run_dpo(ctx: Any, cfg: DPOConfig) -> MethodOutput:
         save_policy(model, tok, out_dir)
         return {"pairs": len(pairs), "history": history}
 
-    info = ctx.run_stage("train", work)
-    return MethodOutput(str(out_dir), history=info["history"],
-                        extra={"train_info": {"pairs": info["pairs"]}})
+    return train_stage(ctx, work, out_dir)

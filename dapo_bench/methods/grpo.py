@@ -16,8 +16,6 @@ several processes; this is the paper's GRPO baseline, not ByteDance's DAPO varia
 
 from __future__ import annotations
 
-import copy
-import dataclasses
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,17 +23,19 @@ from typing import Any
 from dapo_bench.generation.base import SamplingParams
 from dapo_bench.ledger import Ledger
 from dapo_bench.methods.base import MethodOutput, register_method
+from dapo_bench.methods.baseline_run import arith_toy, run_online
 from dapo_bench.training.baseline_common import (
     OnlinePolicy,
     Score,
     chunked_logprobs,
-    groups_to_batch,
+    frozen_copy,
     minibatches,
-    sample_groups,
+    sample_step,
     shuffled_cycle,
     slice_rows,
+    step_log,
 )
-from dapo_bench.training.common import OptimConfig, make_engine, save_policy, token_logprobs
+from dapo_bench.training.common import OptimConfig, make_engine, token_logprobs
 from dapo_bench.training.policy_gradient import (
     AdvantageInputs,
     clipped_policy_loss,
@@ -102,10 +102,8 @@ def train_grpo(
     on_log=None,
 ) -> list[dict]:
     """Train ``policy.model`` in place, sampling from its current weights; per-step logs."""
-    model, tok = policy.model, policy.tokenizer
-    ref = copy.deepcopy(model).eval()
-    for p in ref.parameters():
-        p.requires_grad_(False)
+    model = policy.model
+    ref = frozen_copy(model)
     engine = make_engine(model, cfg.optim)
     stream = shuffled_cycle(problems, seed)
     history: list[dict] = []
@@ -113,21 +111,14 @@ def train_grpo(
     for step in range(cfg.max_steps):
         if ledger.exhausted():
             break
-        model.eval()
-        policy.sync()
-        batch_problems = [next(stream) for _ in range(cfg.prompts_per_step)]
-        groups = sample_groups(
-            policy.generator, batch_problems, cfg.samples_per_prompt, score,
-            sampling_params(cfg, cfg.samples_per_prompt, seed * 100003 + step),
-            ledger=ledger, stage=stage, chunk_size=cfg.prompts_per_step,
-        )
-        rb = groups_to_batch(tok, groups, cfg.max_length)
+        rb = sample_step(policy, stream, cfg.prompts_per_step, cfg.samples_per_prompt, score,
+                         sampling_params(cfg, cfg.samples_per_prompt, seed * 100003 + step),
+                         ledger=ledger, stage=stage, max_length=cfg.max_length)
         mask = rb.batch.response_mask
         rewards = outcome_token_rewards(rb.rewards, mask)
         adv, _ = compute_advantages("grpo", AdvantageInputs(
             rewards, mask, group=rb.group, norm_by_std=cfg.norm_by_std))
-        n = len(rb.rewards)
-        on_policy = cfg.ppo_epochs == 1 and n <= cfg.minibatch_size
+        on_policy = cfg.ppo_epochs == 1 and len(rb.rewards) <= cfg.minibatch_size
         old = None if on_policy else chunked_logprobs(model, rb, ledger=ledger, stage=stage)
         ref_lp = None
         if cfg.kl_coef:
@@ -136,17 +127,9 @@ def train_grpo(
         stats = _update_actor(model, engine, rb, adv, (old, ref_lp), cfg, ledger,
                               (stage, seed, step))
         policy.mark_updated()
-        row = {
-            "step": step + 1,
-            "reward": sum(rb.rewards) / max(n, 1),
-            "response_tokens": float(mask.sum()) / max(n, 1),
-            "flops": ledger.total_flops,
-            "seconds": round(time.perf_counter() - t0, 2),
-            **stats,
-        }
-        history.append(row)
+        history.append(step_log(step, rb, ledger, t0, stats))
         if on_log:
-            on_log(row)
+            on_log(history[-1])
     model.eval()
     return history
 
@@ -178,52 +161,6 @@ def _update_actor(model, engine, rb, adv, old_ref, cfg, ledger: Ledger, where) -
             sums["clip_frac"] += out.clip_frac
             k += 1
     return {key: v / max(k, 1) for key, v in sums.items()}
-
-
-def arith_toy(opts: Any) -> str:
-    """Preset chosen when none is named: ``toy`` for the embedded arith task, else ``default``."""
-    return "toy" if opts.task.split(":")[0] == "arith" else "default"
-
-
-def with_run_optim(ctx: Any, optim: OptimConfig) -> OptimConfig:
-    """The method's optimiser settings with the run's engine (``--deepspeed``)."""
-    return OptimConfig(**{**optim.__dict__, "deepspeed": ctx.opts.deepspeed})
-
-
-def run_online(ctx: Any, cfg: Any, train_fn, max_steps: int) -> MethodOutput:
-    """Shared driver of GRPO and PPO: one resumable ``train`` stage, policy saved to
-    ``<run>/policy``; the per-step history is kept in the stage marker."""
-    from dapo_bench.methods.data import Scorer, load_train_problems, load_train_task
-
-    out_dir = ctx.run_dir / "policy"
-    cfg = dataclasses.replace(cfg, optim=with_run_optim(ctx, cfg.optim))
-
-    def work() -> dict:
-        problems = load_train_problems(ctx)
-        scorer = Scorer(load_train_task(ctx))
-        opts = {"batch_size": ctx.opts.gen_batch_size} if ctx.opts.backend == "hf" else {}
-        policy = OnlinePolicy.load(ctx.opts.backend, ctx.opts.model,
-                                   ctx.run_dir / "policy_sync", **opts)
-        try:
-            with ctx.progress(f"{ctx.method} steps", max_steps) as advance:
-                def log(row: dict) -> None:
-                    advance(1)
-                    if row["step"] % 10 == 0 or row["step"] == 1:
-                        ctx.log(f"{ctx.method} step {row['step']}: reward {row['reward']:.3f}, "
-                                f"kl {row['kl']:.4f}, {row['flops']:.3g} FLOPs")
-
-                history = train_fn(policy, problems, cfg, ledger=ctx.ledger, score=scorer,
-                                   stage="train", seed=ctx.opts.seed, on_log=log)
-            save_policy(policy.model, policy.tokenizer, out_dir)
-        finally:
-            scorer.close()
-            policy.close()
-        return {"steps": len(history), "history": history,
-                "stopped": "budget" if ctx.ledger.exhausted() else "max_steps"}
-
-    info = ctx.run_stage("train", work)
-    return MethodOutput(str(out_dir), history=info["history"],
-                        extra={"train_info": {k: v for k, v in info.items() if k != "history"}})
 
 
 @register_method(

@@ -28,17 +28,19 @@ import torch
 
 from dapo_bench.ledger import Ledger
 from dapo_bench.methods.base import MethodOutput, register_method
-from dapo_bench.methods.grpo import arith_toy, run_online, sampling_params
+from dapo_bench.methods.baseline_run import arith_toy, run_online
+from dapo_bench.methods.grpo import sampling_params
 from dapo_bench.training.baseline_common import (
     OnlinePolicy,
     RolloutBatch,
     Score,
     chunked_logprobs,
-    groups_to_batch,
+    frozen_copy,
     minibatches,
-    sample_groups,
+    sample_step,
     shuffled_cycle,
     slice_rows,
+    step_log,
 )
 from dapo_bench.training.common import OptimConfig, PairBatch, make_engine, token_logprobs
 from dapo_bench.training.critic import ValueModel
@@ -122,10 +124,8 @@ def train_ppo(
         from dapo_bench.errors import UserError
 
         raise UserError(f"ppo.kl_mode: expected reward|loss, got {cfg.kl_mode!r}")
-    model, tok = policy.model, policy.tokenizer
-    ref = copy.deepcopy(model).eval()
-    for p in ref.parameters():
-        p.requires_grad_(False)
+    model = policy.model
+    ref = frozen_copy(model)
     critic = ValueModel.from_causal_lm(copy.deepcopy(model))
     actor_engine = make_engine(model, cfg.optim)
     critic_engine = make_engine(critic, OptimConfig(**{**cfg.optim.__dict__, "lr": cfg.critic_lr}))
@@ -135,15 +135,9 @@ def train_ppo(
     for step in range(cfg.max_steps):
         if ledger.exhausted():
             break
-        model.eval()
-        policy.sync()
-        batch_problems = [next(stream) for _ in range(cfg.rollout_batch)]
-        groups = sample_groups(
-            policy.generator, batch_problems, 1, score,
-            sampling_params(cfg, 1, seed * 100003 + step),
-            ledger=ledger, stage=stage, chunk_size=cfg.rollout_batch,
-        )
-        rb = groups_to_batch(tok, groups, cfg.max_length)
+        rb = sample_step(policy, stream, cfg.rollout_batch, 1, score,
+                         sampling_params(cfg, 1, seed * 100003 + step),
+                         ledger=ledger, stage=stage, max_length=cfg.max_length)
         mask = rb.batch.response_mask
         old = chunked_logprobs(model, rb, ledger=ledger, stage=stage)
         ref_lp = chunked_logprobs(ref, rb, ledger=ledger, stage=stage) if cfg.kl_coef else old
@@ -163,17 +157,9 @@ def train_ppo(
         stats = _update(model, critic, actor_engine, critic_engine, rb,
                         (adv, returns, old, old_v, ref_lp), cfg, ledger, (stage, seed, step))
         policy.mark_updated()
-        row = {
-            "step": step + 1,
-            "reward": sum(rb.rewards) / max(len(rb.rewards), 1),
-            "response_tokens": float(mask.sum()) / max(len(rb.rewards), 1),
-            "flops": ledger.total_flops,
-            "seconds": round(time.perf_counter() - t0, 2),
-            **stats,
-        }
-        history.append(row)
+        history.append(step_log(step, rb, ledger, t0, stats))
         if on_log:
-            on_log(row)
+            on_log(history[-1])
     model.eval()
     return history
 

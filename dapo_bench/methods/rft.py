@@ -22,7 +22,7 @@ from typing import Any
 from dapo_bench.generation.base import SamplingParams
 from dapo_bench.io import atomic_write_jsonl, read_jsonl
 from dapo_bench.methods.base import MethodOutput, register_method
-from dapo_bench.methods.grpo import arith_toy, with_run_optim
+from dapo_bench.methods.baseline_run import arith_toy, train_stage, with_run_optim
 from dapo_bench.training.baseline_common import Group, sample_groups
 from dapo_bench.training.common import OptimConfig, load_policy, save_policy
 from dapo_bench.training.dpo_loss import select_correct
@@ -135,6 +135,4 @@ def run_rft(ctx: Any, cfg: RFTConfig) -> MethodOutput:
         save_policy(model, tok, out_dir)
         return {"pairs": len(pairs), "steps": steps, "stopped": stopped, "history": history}
 
-    info = ctx.run_stage("train", work)
-    return MethodOutput(str(out_dir), history=info["history"],
-                        extra={"train_info": {k: v for k, v in info.items() if k != "history"}})
+    return train_stage(ctx, work, out_dir)

@@ -15,7 +15,7 @@ import dataclasses
 from typing import Any
 
 from dapo_bench.methods.base import MethodOutput, register_method
-from dapo_bench.methods.grpo import arith_toy, with_run_optim
+from dapo_bench.methods.baseline_run import arith_toy, train_stage, with_run_optim
 from dapo_bench.training.common import load_policy, save_policy
 from dapo_bench.training.sft import SFTConfig, train_sft
 
@@ -46,6 +46,4 @@ def run_sft(ctx: Any, cfg: SFTConfig) -> MethodOutput:
         return {"pairs": len(pairs), "steps": stats.steps, "epochs": stats.epochs,
                 "stopped": stats.stopped, "history": stats.history}
 
-    info = ctx.run_stage("train", work)
-    return MethodOutput(str(out_dir), history=info["history"],
-                        extra={"train_info": {k: v for k, v in info.items() if k != "history"}})
+    return train_stage(ctx, work, out_dir)

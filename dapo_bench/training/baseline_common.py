@@ -18,7 +18,9 @@ EOS token appended so its log-prob includes stopping.
 
 from __future__ import annotations
 
+import copy
 import random
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -194,3 +196,32 @@ def minibatches(n: int, size: int, seed: int) -> list[list[int]]:
     order = list(range(n))
     random.Random(seed).shuffle(order)
     return [order[s : s + size] for s in range(0, n, max(1, size))]
+
+
+def frozen_copy(model: Any) -> Any:
+    """pi_ref: a copy of ``model`` in eval mode with no gradients."""
+    ref = copy.deepcopy(model).eval()
+    for p in ref.parameters():
+        p.requires_grad_(False)
+    return ref
+
+
+def sample_step(policy: OnlinePolicy, stream, n_prompts: int, n_samples: int, score: Score,
+                params: SamplingParams, *, ledger: Ledger, stage: str,
+                max_length: int) -> RolloutBatch:
+    """One online step's rollouts: the next ``n_prompts`` problems of ``stream``, ``n_samples``
+    each, sampled from the policy's current weights, scored and tokenised."""
+    policy.model.eval()
+    policy.sync()
+    probs = [next(stream) for _ in range(n_prompts)]
+    groups = sample_groups(policy.generator, probs, n_samples, score, params, ledger=ledger,
+                           stage=stage, chunk_size=n_prompts)
+    return groups_to_batch(policy.tokenizer, groups, max_length)
+
+
+def step_log(step: int, rb: RolloutBatch, ledger: Ledger, t0: float, stats: dict) -> dict:
+    """The history row of an online step: mean reward, response length, FLOPs so far, stats."""
+    n = max(len(rb.rewards), 1)
+    return {"step": step + 1, "reward": sum(rb.rewards) / n,
+            "response_tokens": float(rb.batch.response_mask.sum()) / n,
+            "flops": ledger.total_flops, "seconds": round(time.perf_counter() - t0, 2), **stats}
