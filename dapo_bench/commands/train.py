@@ -30,6 +30,8 @@ def register(app: typer.Typer) -> None:
         eval_tasks: Annotated[str | None, Opt(
             help="comma-separated eval tasks (default: arith -> arith,arith_ood)")] = None,
         eval_limit: Annotated[int | None, Opt(help="first N problems per eval task")] = None,
+        eval_max_new_tokens: Annotated[int, Opt(
+            help="greedy eval cap on new tokens (0: each task's own)")] = 0,
         config: Annotated[Path | None, Opt("--config", help="YAML method config")] = None,
         preset: Annotated[str | None, Opt(
             help="config preset (default: toy for arith, else default = paper)")] = None,
@@ -72,7 +74,8 @@ def register(app: typer.Typer) -> None:
         opts = RunOptions(
             model=model, task=task,
             eval_tasks=tuple(t for t in (eval_tasks or "").split(",") if t),
-            eval_limit=eval_limit, backend=backend, deepspeed=deepspeed,
+            eval_limit=eval_limit, eval_max_new_tokens=eval_max_new_tokens, backend=backend,
+            deepspeed=deepspeed,
             budget_flops=budget_flops, control=control, seed=seed, out=str(out),
             run_id=run_id, data_dir=str(data_dir) if data_dir else None, quiet=quiet,
         )

@@ -157,9 +157,9 @@ def train_critic(
             loss = soft_bce(vm(b.input_ids, b.attention_mask), torch.tensor([y for *_, y in rows]))
             engine.step(loss)
             step += 1
-            losses.append(float(loss))
+            losses.append(float(loss.detach()))
             if on_step:
-                on_step(step, float(loss), b.n_tokens)
+                on_step(step, losses[-1], b.n_tokens)
             if step % 20 == 0 or step == total:
                 history.append({"step": step, "loss": sum(losses) / len(losses)})
                 losses.clear()

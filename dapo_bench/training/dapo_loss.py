@@ -93,7 +93,7 @@ def dapo_actor_loss(
         nz = adv != 0
         agree = ((torch.sign(ratio) == torch.sign(adv)) & nz).sum().item()
         stats = {
-            "loss": float(loss),
+            "loss": float(loss.detach()),
             "sign_agree": agree / max(int(nz.sum().item()), 1),
             "abs_log_ratio": float(ratio.abs().mean()),
         }

@@ -88,7 +88,7 @@ class ResumableLog:
     def close(self) -> None:
         self._app.close()
 
-    def __enter__(self):  # noqa: ANN204
+    def __enter__(self):
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -1,0 +1,77 @@
+"""DAPO's critic: soft-label BCE, calibration report, value model training and save/load."""
+
+import math
+
+import pytest
+import torch
+
+from dapo_bench.toy.model import tiny_llama
+from dapo_bench.toy.tokenizer import build_char_tokenizer
+from dapo_bench.training.critic import (
+    CriticConfig, ValueModel, calibration, score_values, soft_bce, train_critic,
+)
+
+
+def test_soft_bce_matches_hand_formula_and_gradient():
+    z = torch.tensor([0.0, 2.0, -1.0], requires_grad=True)
+    y = torch.tensor([0.25, 1.0, 0.5])
+    loss = soft_bce(z, y)
+    sig = [1 / (1 + math.exp(-v)) for v in (0.0, 2.0, -1.0)]
+    want = -sum(t * math.log(s) + (1 - t) * math.log(1 - s) for s, t in zip(sig, y.tolist())) / 3
+    assert loss.item() == pytest.approx(want, abs=1e-6)
+    loss.backward()
+    # d/dz of mean BCE = (sigmoid(z) - y) / N: MSE's gradient times 1 / (V (1 - V))
+    assert z.grad.tolist() == pytest.approx([(s - t) / 3 for s, t in zip(sig, y.tolist())],
+                                            abs=1e-6)
+
+
+def test_calibration_brier_ece_and_bins_by_hand():
+    preds = [0.05, 0.15, 0.12, 0.95, 1.0]
+    labels = [0.0, 0.5, 0.0, 1.0, 0.75]
+    cal = calibration(preds, labels, bins=10)
+    brier = sum((p - y) ** 2 for p, y in zip(preds, labels)) / 5
+    assert cal["brier"] == pytest.approx(brier)
+    b1 = cal["bins"][1]  # [0.1, 0.2): 0.15 and 0.12
+    assert b1["n"] == 2 and b1["mean_pred"] == pytest.approx(0.135)
+    assert b1["mean_label"] == pytest.approx(0.25)
+    assert cal["bins"][9]["n"] == 2  # 0.95 and exactly 1.0 fall in the last bin
+    ece = (1 / 5) * 0.05 + (2 / 5) * abs(0.135 - 0.25) + (2 / 5) * abs(0.975 - 0.875)
+    assert cal["ece"] == pytest.approx(ece)
+    assert sum(b["n"] for b in cal["bins"]) == 5
+    assert calibration([], [])["brier"] is None
+
+
+@pytest.fixture(scope="module")
+def tiny_lm():
+    tok = build_char_tokenizer()
+    return tiny_llama(tok, d=32, layers=2, heads=2, ffn=64, seed=1), tok
+
+
+def test_value_model_learns_labels_and_roundtrips(tiny_lm, tmp_path):
+    lm, tok = tiny_lm
+    torch.manual_seed(0)
+    vm = ValueModel.from_causal_lm(lm)
+    # the head starts at zero: V = 0.5 everywhere
+    data = [("12+3\n", "12+3=15\n", 1.0), ("12+3\n", "12+3=16\n", 0.0),
+            ("40-7\n", "40-7=33\n", 1.0), ("40-7\n", "40-7=31\n", 0.0)] * 4
+    before = score_values(vm, tok, [(p, s) for p, s, _ in data[:4]])
+    assert before == pytest.approx([0.5] * 4)
+    hist = train_critic(vm, tok, data, CriticConfig(lr=3e-3, epochs=15, batch_size=8))
+    after = score_values(vm, tok, [(p, s) for p, s, _ in data[:4]])
+    assert hist[-1]["loss"] < hist[0]["loss"] < math.log(2) + 1e-3
+    assert after[0] > 0.7 and after[2] > 0.7 and after[1] < 0.3 and after[3] < 0.3
+    vm.save(tok, tmp_path / "critic")
+    vm2, tok2 = ValueModel.load(tmp_path / "critic")
+    again = score_values(vm2, tok2, [(p, s) for p, s, _ in data[:4]])
+    assert again == pytest.approx(after, abs=1e-5)
+
+
+def test_value_reads_last_real_token_despite_padding(tiny_lm):
+    lm, tok = tiny_lm
+    vm = ValueModel.from_causal_lm(lm)
+    torch.nn.init.normal_(vm.head.weight)
+    short, long = ("1+1\n", "1+1=2\n"), ("1+1\n", "1+1=2\n\\boxed{2}")
+    both = score_values(vm, tok, [short, long], batch_size=2)
+    alone = score_values(vm, tok, [short], batch_size=1)
+    assert both[0] == pytest.approx(alone[0], abs=1e-5)
+    assert both[0] != pytest.approx(both[1], abs=1e-4)

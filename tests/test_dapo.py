@@ -1,0 +1,149 @@
+"""DAPO (Liu et al., step-level): steps, balancing, MC labels, advantages, actor loss, actor
+training, and the config/preset plumbing. The end-to-end kill/resume run is in
+test_dapo_resume.py."""
+
+import pytest
+import torch
+
+from dapo_bench.errors import UserError
+from dapo_bench.toy.model import tiny_llama
+from dapo_bench.toy.tokenizer import build_char_tokenizer
+from dapo_bench.training.actor import ActorConfig, reference_logprobs, train_actor
+from dapo_bench.training.dapo_loss import (
+    Candidate, batches_by_state, candidates_from_completions, dapo_actor_loss, state_advantages,
+)
+from dapo_bench.training.rollouts import make_states, select_balanced, split_steps
+
+
+# ----------------------------------------------------------------------------- steps
+def test_split_steps_keeps_newlines_and_roundtrips():
+    r = "56*2=112\n112-93=19\n19+76=95\n\\boxed{95}"
+    steps = split_steps(r)
+    assert steps == ["56*2=112\n", "112-93=19\n", "19+76=95\n", "\\boxed{95}"]
+    assert "".join(steps) == r
+    assert split_steps("a\nb\n") == ["a\n", "b\n"]
+    assert split_steps("a\n\nb") == ["a\n", "\n", "b"]  # an empty line is a step of its own
+    assert split_steps("") == []
+
+
+def test_make_states_are_prefixes_with_their_next_step():
+    states = make_states("3+4\n", "3+4=7\n\\boxed{7}")
+    assert [s["prefix"] for s in states] == ["", "3+4=7\n"]
+    assert [s["action"] for s in states] == ["3+4=7\n", "\\boxed{7}"]
+    assert [s["t"] for s in states] == [0, 1] and states[0]["n_steps"] == 2
+
+
+def test_select_balanced_half_correct_half_wrong_and_fills_gaps():
+    resp = [{"text": f"r{i}", "reward": float(i < 5)} for i in range(10)]
+    idx = select_balanced(resp, 6, seed=0)
+    assert len(idx) == 6 and sum(resp[i]["reward"] for i in idx) == 3
+    only_right = [{"text": f"r{i}", "reward": 1.0} for i in range(4)] + [
+        {"text": "w", "reward": 0.0}]
+    idx = select_balanced(only_right, 4)
+    assert len(idx) == 4 and sum(only_right[i]["reward"] for i in idx) == 3  # 1 wrong is all
+    dup = [{"text": "same", "reward": 1.0}] * 5
+    assert select_balanced(dup, 3) == [0]  # duplicated texts count once
+    assert select_balanced(resp, 6, seed=1) == select_balanced(resp, 6, seed=1)
+
+
+# ----------------------------------------------------------------------------- advantages
+def test_candidates_first_steps_terminal_only_when_stopped():
+    comps = [
+        {"text": "12+3=15\n\\boxed{15}", "reward": 1.0, "finish_reason": "stop"},
+        {"text": "\\boxed{15}", "reward": 1.0, "finish_reason": "stop"},
+        {"text": "\\boxed{1", "reward": 0.0, "finish_reason": "length"},
+        {"text": "", "reward": 0.0, "finish_reason": "stop"},
+    ]
+    c = candidates_from_completions(comps)
+    assert c == [Candidate("12+3=15\n", False), Candidate("\\boxed{15}", True, 1.0),
+                 Candidate("\\boxed{1", False)]
+
+
+def test_advantages_and_filtering_on_a_hand_made_state():
+    cands = [Candidate("12+3=15\n", False), Candidate("12+3=16\n", False),
+             Candidate("\\boxed{15}", True, 1.0), Candidate("12+3=15\n", False)]
+    values = [0.8, 0.2, None, 0.8]  # critic V(s + a_i); the terminal step uses its reward
+    acts = state_advantages(cands, values, min_spread=0.1)
+    # values 0.8, 0.2, 1.0, 0.8 -> mean 0.7 -> A = 0.1, -0.5, 0.3 (duplicate merged)
+    assert [a["text"] for a in acts] == ["12+3=15\n", "12+3=16\n", "\\boxed{15}"]
+    assert [a["adv"] for a in acts] == pytest.approx([0.1, -0.5, 0.3])
+    assert [a["eos"] for a in acts] == [False, False, True]
+    # a state whose advantages spread less than the threshold is dropped
+    flat = [Candidate("a\n", False), Candidate("b\n", False)]
+    assert state_advantages(flat, [0.50, 0.58], min_spread=0.1) is None
+    assert state_advantages(flat, [0.50, 0.58], min_spread=0.05) is not None
+    # a single unique action carries no preference
+    assert state_advantages([Candidate("a\n", False)] * 3, [0.1, 0.1, 0.1]) is None
+
+
+# ----------------------------------------------------------------------------- actor loss
+def test_actor_loss_and_gradient_against_hand_computation():
+    logp = torch.tensor([-1.0, -2.0, -0.5], requires_grad=True)
+    ref = torch.tensor([-1.2, -1.5, -0.5])
+    adv = torch.tensor([0.02, -0.01, 0.0])
+    beta = 0.01
+    loss, stats = dapo_actor_loss(logp, ref, adv, beta)
+    # targets A/beta = 2, -1, 0; log-ratios = 0.2, -0.5, 0
+    want = (0.5 * (2 - 0.2) ** 2 + 0.5 * (-1 + 0.5) ** 2 + 0.0) / 3
+    assert loss.item() == pytest.approx(want)
+    loss.backward()
+    assert logp.grad.tolist() == pytest.approx([-(2 - 0.2) / 3, -(-1 + 0.5) / 3, 0.0])
+    assert stats["sign_agree"] == pytest.approx(1.0)  # both non-zero A agree in sign
+    assert stats["abs_log_ratio"] == pytest.approx((0.2 + 0.5 + 0) / 3)
+
+
+def test_batches_keep_the_actions_of_one_state_together():
+    groups = [[1, 2], [3], [4, 5, 6], [7, 8, 9, 10, 11], [12]]
+    assert batches_by_state(groups, 4) == [[0, 1], [2], [3], [4]]
+    assert sorted(i for b in batches_by_state(groups, 6) for i in b) == [0, 1, 2, 3, 4]
+
+
+@pytest.fixture(scope="module")
+def tiny_policy():
+    tok = build_char_tokenizer()
+    tok.padding_side = "left"
+    return tiny_llama(tok, d=32, layers=2, heads=2, ffn=64, seed=3), tok
+
+
+def test_train_actor_regresses_log_ratios_onto_a_over_beta(tiny_policy):
+    model, tok = tiny_policy
+    import copy
+
+    model = copy.deepcopy(model)
+    states = [
+        {"prompt": "12+3\n", "prefix": "", "actions": [
+            {"text": "12+3=15\n", "eos": False, "adv": 0.4},
+            {"text": "12+3=16\n", "eos": False, "adv": -0.4}]},
+        {"prompt": "40-7\n", "prefix": "40-7=33\n", "actions": [
+            {"text": "\\boxed{33}", "eos": True, "adv": 0.5},
+            {"text": "\\boxed{31}", "eos": True, "adv": -0.5}]},
+    ]
+    ref = reference_logprobs(model, tok, states)
+    hist = train_actor(model, tok, states, ref, beta=1.0,
+                       cfg=ActorConfig(lr=3e-3, epochs=40, batch_actions=4))
+    assert len(hist) == 40 and hist[-1]["loss"] < 0.1 * hist[0]["loss"]
+    after = reference_logprobs(model, tok, states)
+    ratios = [a - r for s_a, s_r in zip(after, ref) for a, r in zip(s_a, s_r)]
+    # the log-ratios approach their regression targets A / beta
+    assert ratios == pytest.approx([0.4, -0.4, 0.5, -0.5], abs=0.15)
+    assert hist[-1]["sign_agree"] == 1.0
+
+
+# ----------------------------------------------------------------------------- config
+def test_config_presets_and_overrides():
+    from dapo_bench.methods import METHODS
+    from dapo_bench.methods.base import RunOptions, resolve_config
+
+    spec = METHODS.get("dapo")
+    preset, cfg = resolve_config(spec, RunOptions(), None, None, ["critic.lr=1e-5"])
+    assert preset == "toy" and cfg.critic.lr == 1e-5 and cfg.mc_samples == 4
+    _, paper = resolve_config(spec, RunOptions(model="x"), None, None, [])
+    assert (paper.beta, paper.n_samples, paper.n_rollouts, paper.mc_samples) == (0.01, 32, 6, 16)
+    assert paper.critic.lr == 5e-6 and paper.min_spread == 0.1
+    with pytest.raises(UserError, match="beta"):
+        resolve_config(spec, RunOptions(), None, None, ["beta=0"])
+    with pytest.raises(UserError, match="unknown field"):
+        resolve_config(spec, RunOptions(), None, None, ["critic.lrr=1"])
+    with pytest.raises(UserError, match="preset"):
+        resolve_config(spec, RunOptions(), "nope", None, [])
+    assert "Liu et al., step-level" in METHODS.entry("dapo").help

@@ -1,0 +1,126 @@
+"""DAPO end to end on a tiny in-process model: a run killed in the middle of stage 3 (MC
+labels) resumes without redoing finished states and gives the same artifacts as an
+uninterrupted run; the trained policy directory loads with transformers; results.json holds
+the ledger per stage, the critic's calibration and the per-iteration records."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from dapo_bench.io import read_jsonl
+from dapo_bench.toy.model import tiny_llama
+from dapo_bench.toy.tokenizer import build_char_tokenizer
+
+SETS = ["n_problems=24", "n_samples=2", "n_rollouts=2", "mc_samples=6", "max_new_tokens=20",
+        "gen_chunk=1", "critic.epochs=1", "actor.epochs=1"]
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory):
+    d = tmp_path_factory.mktemp("tiny") / "policy"
+    tok = build_char_tokenizer()
+    m = tiny_llama(tok, d=32, layers=2, heads=2, ffn=64, seed=5)
+    m.save_pretrained(d)
+    tok.save_pretrained(d)
+    return str(d)
+
+
+def _cli(model_dir: str, out: Path, run_id: str) -> list[str]:
+    args = [sys.executable, "-m", "dapo_bench.cli", "train", "--method", "dapo",
+            "--model", model_dir, "--preset", "toy", "--out", str(out), "--run-id", run_id,
+            "--eval-limit", "3", "--eval-max-new-tokens", "6", "--no-control", "--quiet"]
+    for s in SETS:
+        args += ["--set", s]
+    return args
+
+
+def _mc_rows(path: Path) -> list[dict]:
+    return sorted(read_jsonl(path), key=lambda r: r["key"])
+
+
+def test_kill_in_stage_3_resumes_and_matches_uninterrupted_run(model_dir, tmp_path):
+    from dapo_bench.methods.base import RunOptions, run_training
+
+    # 1. the uninterrupted reference run, in process
+    res = run_training("dapo", RunOptions(
+        model=model_dir, eval_limit=3, eval_max_new_tokens=6, control=False,
+        out=str(tmp_path), run_id="whole", quiet=True), preset="toy", overrides=SETS)
+    whole = tmp_path / "whole" / "it1"
+
+    # 2. the same run as a subprocess, killed while stage 3 is half done
+    run = tmp_path / "killed"
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    proc = subprocess.Popen(_cli(model_dir, tmp_path, "killed"), env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    mc, marker = run / "it1" / "mc.jsonl", run / "stages" / "it1.mc.json"
+    deadline = time.time() + 240
+    try:
+        while time.time() < deadline:
+            if mc.exists() and mc.read_bytes().count(b"\n") >= 3:
+                proc.send_signal(signal.SIGKILL)
+                break
+            assert proc.poll() is None, "the run ended before stage 3 could be interrupted"
+            time.sleep(0.005)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert not marker.exists(), "stage 3 had already finished when killed"
+    n_total = len(read_jsonl(whole / "mc.jsonl"))
+    before = mc.read_bytes()
+    done_before = before[: before.rfind(b"\n") + 1]
+    assert 3 <= done_before.count(b"\n") < n_total
+
+    # 3. rerun: finishes, keeps the finished states' lines as they were, adds the rest once
+    out = subprocess.run(_cli(model_dir, tmp_path, "killed"), env=env, capture_output=True,
+                         text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "stage it1.rollouts: done before, skipped" in out.stderr
+    after = mc.read_bytes()
+    assert after.startswith(done_before)
+    rows = read_jsonl(mc)
+    assert len(rows) == len({r["key"] for r in rows}) == n_total
+    for name in ("rollouts.jsonl", "states.jsonl"):
+        assert (run / "it1" / name).read_bytes() == (whole / name).read_bytes()
+    assert _mc_rows(mc) == _mc_rows(whole / "mc.jsonl")
+    # MC labels are the fraction of accepted completions
+    assert all(r["value"] == sum(c["reward"] for c in r["completions"]) / 6 for r in rows)
+
+    # 4. the results: same ledger as the uninterrupted run for the data stages
+    res2 = json.loads((run / "results.json").read_text())
+    for st in ("it1.rollouts", "it1.mc"):
+        assert res2["ledger"]["stages"][st] == res["ledger"]["stages"][st]
+    assert res["method"] == "dapo" and res["kind"] == "train"
+    assert set(res["ledger"]["stages"]) >= {"it1.rollouts", "it1.mc", "it1.critic",
+                                            "it1.advantages", "it1.actor"}
+    assert res["ledger"]["flops"] == pytest.approx(
+        2 * res["ledger"]["n_params"] * (res["ledger"]["n_inf"] + 3 * res["ledger"]["n_train"]))
+    assert {"brier", "ece", "bins"} <= set(res["critic"]["heldout"])
+    assert res["iterations"][0]["iteration"] == 1 and "arith" in res["tasks"]
+    assert set(res["comparison"]["final_vs_reference"]) == {"arith", "arith_ood"}
+
+
+def test_trained_policy_dir_loads_with_transformers(model_dir, tmp_path):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from dapo_bench.methods.base import RunOptions, run_training
+
+    res = run_training("dapo", RunOptions(
+        model=model_dir, eval_limit=2, eval_max_new_tokens=4, control=False,
+        out=str(tmp_path), run_id="two", quiet=True), preset="toy",
+        overrides=SETS[:1] + ["n_problems=4", "mc_samples=2", "max_new_tokens=8",
+                              "iterations=2"] + SETS[1:2] + SETS[5:])
+    assert [it["iteration"] for it in res["iterations"]] == [1, 2]
+    assert res["iterations"][1]["reference"].endswith("it1/actor")
+    path = res["model"]["path"]
+    assert path.endswith("it2/actor")
+    model = AutoModelForCausalLM.from_pretrained(path)
+    tok = AutoTokenizer.from_pretrained(path)
+    ids = tok("12+3\n", return_tensors="pt")["input_ids"]
+    out = model.generate(ids, max_new_tokens=3, do_sample=False)
+    assert out.shape[1] == ids.shape[1] + 3 or int(out[0, -1]) == tok.eos_token_id
