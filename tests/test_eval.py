@@ -183,14 +183,19 @@ def test_bad_settings(tiny_model, tmp_path):
         evaluate(tiny_model, ["nope"], run_dir=tmp_path / "y")
 
 
-def test_cli_eval(tiny_model, tmp_path):
-    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
-    cmd = ["dapo-bench", "eval", "--task", "arith", "--model", tiny_model, "--limit", "3",
-           "--max-new-tokens", "8", "--out", str(tmp_path), "--run-id", "cli", "--quiet"]
-    out = subprocess.run(cmd, check=False, capture_output=True, text=True, env=env, timeout=120)
-    assert out.returncode == 0, out.stderr
+def test_cli_eval(tiny_model, tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from dapo_bench.cli import app
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    args = ["eval", "--task", "arith", "--model", tiny_model, "--limit", "3",
+            "--max-new-tokens", "8", "--out", str(tmp_path), "--run-id", "cli", "--quiet"]
+    out = CliRunner().invoke(app, args)
+    assert out.exit_code == 0, out.output
     assert "arith" in out.stdout and "acc %" in out.stdout
     assert load_results(tmp_path / "cli" / "results.json")["tasks"]["arith"]["n_problems"] == 3
+    # The installed command: a user error is one line on stderr and exit status 2.
     bad = subprocess.run(["dapo-bench", "eval", "--task", "nope"], check=False,
-                         capture_output=True, text=True, env=env, timeout=60)
+                         capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and bad.stderr.startswith("error: unknown task 'nope'")

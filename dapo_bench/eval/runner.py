@@ -19,6 +19,7 @@ import os
 import time
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 from dapo_bench.errors import UserError
 from dapo_bench.eval.progress import Progress
@@ -48,26 +49,29 @@ def _sample_row(task: Task, problem, prompt: str, comps, verdicts) -> dict:
     }
 
 
-def _run_task(task, gen, store, params, chunk, progress) -> tuple[list[dict], float, dict]:
-    """Rows of every problem of ``task`` (logged ones reused), seconds spent, verifier info."""
+def _run_task(task, gen, store, params, chunk, progress, verifiers) -> tuple[list, float, dict]:
+    """Rows of every problem of ``task`` (logged ones reused), seconds spent, verifier info.
+    ``verifiers`` caches one verifier instance per (name, options) across tasks."""
     pending = [p for p in task.problems if store.get(task.name, p.id) is None]
     bar = progress.start(task.name, total=len(task.problems), done=len(task.problems) - len(pending))
     t0 = time.perf_counter()
-    with task.verifier() as verifier:
-        vinfo = {"name": getattr(verifier, "name", task.spec.verifier.name),
-                 "version": str(getattr(verifier, "version", "")),
-                 "options": dict(task.spec.verifier.options)}
-        for start in range(0, len(pending), chunk):
-            probs = pending[start : start + chunk]
-            prompts = [task.prompt(p, gen.tokenizer) for p in probs]
-            comps = gen.generate(prompts, params)
-            texts = [c.text for cs in comps for c in cs]
-            flat = [p for p in probs for _ in range(params.n)]
-            verdicts = task.score(verifier, texts, flat)
-            for i, (p, prompt) in enumerate(zip(probs, prompts)):
-                vs = verdicts[i * params.n : (i + 1) * params.n]
-                store.add(_sample_row(task, p, prompt, comps[i], vs))
-            progress.advance(bar, len(probs))
+    if task.verifier_key not in verifiers:
+        verifiers[task.verifier_key] = task.make_verifier()
+    verifier = verifiers[task.verifier_key]
+    vinfo = {"name": getattr(verifier, "name", task.spec.verifier.name),
+             "version": str(getattr(verifier, "version", "")),
+             "options": dict(task.spec.verifier.options)}
+    for start in range(0, len(pending), chunk):
+        probs = pending[start : start + chunk]
+        prompts = [task.prompt(p, gen.tokenizer) for p in probs]
+        comps = gen.generate(prompts, params)
+        texts = [c.text for cs in comps for c in cs]
+        flat = [p for p in probs for _ in range(params.n)]
+        verdicts = task.score(verifier, texts, flat)
+        for i, (p, prompt) in enumerate(zip(probs, prompts)):
+            vs = verdicts[i * params.n : (i + 1) * params.n]
+            store.add(_sample_row(task, p, prompt, comps[i], vs))
+        progress.advance(bar, len(probs))
     progress.finish(bar)
     rows = [store.get(task.name, p.id) for p in task.problems]
     return rows, time.perf_counter() - t0, vinfo
@@ -126,14 +130,17 @@ def evaluate(
     }
     store = SampleStore(run_dir, fingerprint)
     progress = Progress(quiet=quiet)
-    task_results = {}
+    task_results: dict[str, dict] = {}
+    verifiers: dict[str, Any] = {}
     try:
         for task in loaded:
             params = SamplingParams(n=n, temperature=temperature, top_p=top_p,
                                     max_new_tokens=mnt[task.name], stop=task.spec.stop, seed=seed)
-            rows, secs, vinfo = _run_task(task, gen, store, params, chunk, progress)
+            rows, secs, vinfo = _run_task(task, gen, store, params, chunk, progress, verifiers)
             task_results[task.name] = task_result(task, rows, vinfo, mnt[task.name], secs)
     finally:
+        for v in verifiers.values():
+            v.close()
         store.close()
         progress.close()
         if own:

@@ -82,13 +82,25 @@ class Task:
             merged = [{"role": "user", "content": f"{system}\n\n{user}"}]
             return tokenizer.apply_chat_template(merged, tokenize=False, add_generation_prompt=True)
 
-    @contextmanager
-    def verifier(self, **overrides: Any) -> Iterator[Any]:
-        """An instance of the spec's verifier with its options (overrides win); closed on exit."""
+    def make_verifier(self, **overrides: Any) -> Any:
+        """A new instance of the spec's verifier with its options (overrides win); the caller
+        closes it. ``verifier_key`` says which tasks can share one instance."""
         from dapo_bench.verifiers.base import VERIFIERS
 
         cls = VERIFIERS.get(self.spec.verifier.name)
-        v = cls(**{**self.spec.verifier.options, **overrides})
+        return cls(**{**self.spec.verifier.options, **overrides})
+
+    @property
+    def verifier_key(self) -> str:
+        import json
+
+        v = self.spec.verifier
+        return json.dumps([v.name, v.options], sort_keys=True, default=str)
+
+    @contextmanager
+    def verifier(self, **overrides: Any) -> Iterator[Any]:
+        """``make_verifier`` as a context manager: closed on exit."""
+        v = self.make_verifier(**overrides)
         try:
             yield v
         finally:
