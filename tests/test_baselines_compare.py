@@ -68,3 +68,16 @@ def test_compare_rejects_bad_input(tmp_path, tiny_dir):
     with pytest.raises(UserError, match="expected METHOD:key=value"):
         cm.main(methods="sft", out=tmp_path, model=tiny_dir, set_=["max_new_tokens=3"],
                 quiet=True)
+
+
+def test_bad_online_config_fails_before_work(tiny_dir, tmp_path):
+    from dapo_bench.methods.base import RunOptions, run_training
+
+    opts = RunOptions(model=tiny_dir, out=str(tmp_path), control=False, quiet=True)
+    with pytest.raises(UserError, match="unknown loss aggregation 'dapo'"):
+        run_training("grpo", opts, overrides=["loss_agg=dapo"])
+    with pytest.raises(UserError, match="kl_mode: expected reward|loss"):
+        run_training("ppo", opts, overrides=["kl_mode=sometimes"])
+    with pytest.raises(UserError, match="unknown field 'betaa'"):
+        run_training("dpo", opts, overrides=["betaa=0.1"])
+    assert not list(tmp_path.glob("*/policy"))

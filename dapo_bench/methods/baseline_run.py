@@ -38,11 +38,26 @@ def with_run_optim(ctx: Any, optim: OptimConfig) -> OptimConfig:
     return OptimConfig(**{**optim.__dict__, "deepspeed": ctx.opts.deepspeed})
 
 
+def check_online_config(cfg: Any) -> None:
+    """Unknown names in a GRPO/PPO config raise UserError before any work starts."""
+    from dapo_bench.errors import UserError
+    from dapo_bench.training.policy_gradient import KL_ESTIMATORS, LOSS_AGGREGATIONS
+
+    LOSS_AGGREGATIONS.get(cfg.loss_agg)
+    KL_ESTIMATORS.get(cfg.kl_kind)
+    if getattr(cfg, "kl_mode", "reward") not in ("reward", "loss"):
+        raise UserError(f"kl_mode: expected reward|loss, got {cfg.kl_mode!r}")
+    for name in ("ppo_epochs", "minibatch_size", "max_new_tokens"):
+        if getattr(cfg, name) < 1:
+            raise UserError(f"{name}: must be >= 1, got {getattr(cfg, name)}")
+
+
 def run_online(ctx: Any, cfg: Any, train_fn, max_steps: int) -> MethodOutput:
     """Shared driver of GRPO and PPO: one resumable ``train`` stage, policy saved to
     ``<run>/policy``; the per-step history is kept in the stage marker."""
     from dapo_bench.methods.data import Scorer, load_train_problems, load_train_task
 
+    check_online_config(cfg)
     out_dir = ctx.run_dir / "policy"
     cfg = dataclasses.replace(cfg, optim=with_run_optim(ctx, cfg.optim))
 

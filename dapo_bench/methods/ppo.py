@@ -120,10 +120,6 @@ def train_ppo(
     on_log=None,
 ) -> list[dict]:
     """Train ``policy.model`` in place and a critic beside it; returns per-step logs."""
-    if cfg.kl_mode not in ("reward", "loss"):
-        from dapo_bench.errors import UserError
-
-        raise UserError(f"ppo.kl_mode: expected reward|loss, got {cfg.kl_mode!r}")
     model = policy.model
     ref = frozen_copy(model)
     critic = ValueModel.from_causal_lm(copy.deepcopy(model))
