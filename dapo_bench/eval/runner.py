@@ -153,8 +153,9 @@ def evaluate(
         "model": model,
         "backend": gen.backend,
         "seed": seed,
+        # max_new_tokens: the flag, or the largest per-task default (each task block has its own)
         "sampling": {"n": n, "temperature": temperature, "top_p": top_p,
-                     "max_new_tokens": max_new_tokens},
+                     "max_new_tokens": max_new_tokens or max(mnt.values())},
         "tasks": task_results,
         "ledger": None,
         "config": {**(config or {}), "limit": limit,
