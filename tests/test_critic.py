@@ -8,7 +8,12 @@ import torch
 from dapo_bench.toy.model import tiny_llama
 from dapo_bench.toy.tokenizer import build_char_tokenizer
 from dapo_bench.training.critic import (
-    CriticConfig, ValueModel, calibration, score_values, soft_bce, train_critic,
+    CriticConfig,
+    ValueModel,
+    calibration,
+    score_values,
+    soft_bce,
+    train_critic,
 )
 
 

@@ -10,7 +10,11 @@ from dapo_bench.toy.model import tiny_llama
 from dapo_bench.toy.tokenizer import build_char_tokenizer
 from dapo_bench.training.actor import ActorConfig, reference_logprobs, train_actor
 from dapo_bench.training.dapo_loss import (
-    Candidate, batches_by_state, candidates_from_completions, dapo_actor_loss, state_advantages,
+    Candidate,
+    batches_by_state,
+    candidates_from_completions,
+    dapo_actor_loss,
+    state_advantages,
 )
 from dapo_bench.training.rollouts import make_states, select_balanced, split_steps
 

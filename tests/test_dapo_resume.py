@@ -17,7 +17,7 @@ from dapo_bench.io import read_jsonl
 from dapo_bench.toy.model import tiny_llama
 from dapo_bench.toy.tokenizer import build_char_tokenizer
 
-SETS = ["n_problems=24", "n_samples=2", "n_rollouts=2", "mc_samples=6", "max_new_tokens=20",
+SETS = ["n_problems=12", "n_samples=2", "n_rollouts=2", "mc_samples=4", "max_new_tokens=12",
         "gen_chunk=1", "critic.epochs=1", "actor.epochs=1"]
 
 
@@ -62,7 +62,7 @@ def test_kill_in_stage_3_resumes_and_matches_uninterrupted_run(model_dir, tmp_pa
     deadline = time.time() + 240
     try:
         while time.time() < deadline:
-            if mc.exists() and mc.read_bytes().count(b"\n") >= 3:
+            if mc.exists() and mc.read_bytes().count(b"\n") >= 2:
                 proc.send_signal(signal.SIGKILL)
                 break
             assert proc.poll() is None, "the run ended before stage 3 could be interrupted"
@@ -74,11 +74,11 @@ def test_kill_in_stage_3_resumes_and_matches_uninterrupted_run(model_dir, tmp_pa
     n_total = len(read_jsonl(whole / "mc.jsonl"))
     before = mc.read_bytes()
     done_before = before[: before.rfind(b"\n") + 1]
-    assert 3 <= done_before.count(b"\n") < n_total
+    assert 2 <= done_before.count(b"\n") < n_total
 
     # 3. rerun: finishes, keeps the finished states' lines as they were, adds the rest once
     out = subprocess.run(_cli(model_dir, tmp_path, "killed"), env=env, capture_output=True,
-                         text=True, timeout=600)
+                         text=True, timeout=600, check=False)
     assert out.returncode == 0, out.stderr[-2000:]
     assert "stage it1.rollouts: done before, skipped" in out.stderr
     after = mc.read_bytes()
@@ -89,7 +89,7 @@ def test_kill_in_stage_3_resumes_and_matches_uninterrupted_run(model_dir, tmp_pa
         assert (run / "it1" / name).read_bytes() == (whole / name).read_bytes()
     assert _mc_rows(mc) == _mc_rows(whole / "mc.jsonl")
     # MC labels are the fraction of accepted completions
-    assert all(r["value"] == sum(c["reward"] for c in r["completions"]) / 6 for r in rows)
+    assert all(r["value"] == sum(c["reward"] for c in r["completions"]) / 4 for r in rows)
 
     # 4. the results: same ledger as the uninterrupted run for the data stages
     res2 = json.loads((run / "results.json").read_text())
@@ -113,8 +113,8 @@ def test_trained_policy_dir_loads_with_transformers(model_dir, tmp_path):
     res = run_training("dapo", RunOptions(
         model=model_dir, eval_limit=2, eval_max_new_tokens=4, control=False,
         out=str(tmp_path), run_id="two", quiet=True), preset="toy",
-        overrides=SETS[:1] + ["n_problems=4", "mc_samples=2", "max_new_tokens=8",
-                              "iterations=2"] + SETS[1:2] + SETS[5:])
+        overrides=SETS[1:3] + SETS[5:] + ["n_problems=3", "mc_samples=2", "max_new_tokens=8",
+                                          "iterations=2"])
     assert [it["iteration"] for it in res["iterations"]] == [1, 2]
     assert res["iterations"][1]["reference"].endswith("it1/actor")
     path = res["model"]["path"]
