@@ -113,6 +113,9 @@ def evaluate(
             t, data_dir=data_dir, path=(data_files or {}).get(t), limit=limit)
         for t in tasks
     ]
+    names = [t.name for t in loaded]
+    if len(set(names)) != len(names):
+        raise UserError(f"each task may appear once per eval run, got {names}")
     own = not isinstance(model_or_generator, Generator)
     if own:
         from dapo_bench.generation.base import load_generator
