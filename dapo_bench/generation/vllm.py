@@ -135,6 +135,11 @@ class VLLMGenerator(Generator):
         from vllm.platforms import current_platform
 
         self.on_cpu = bool(current_platform.is_cpu())
+        try:
+            from vllm.exceptions import VLLMValidationError
+        except ImportError:  # older vLLM: validation errors are ValueErrors
+            VLLMValidationError = ValueError
+        self._invalid = (ValueError, VLLMValidationError)
         self.model_path = str(model)
         self.reload = reload
         self.last_prompt_tokens = 0
@@ -231,7 +236,10 @@ class VLLMGenerator(Generator):
         for p in prompts:
             sps.append(self._sampling(p, seen.get(p, 0), params))
             seen[p] = seen.get(p, 0) + 1
-        outs = self._llm.generate(prompts, sps, use_tqdm=False)
+        try:
+            outs = self._llm.generate(prompts, sps, use_tqdm=False)
+        except self._invalid as e:  # request validation, e.g. a prompt longer than the context
+            raise UserError(f"vllm backend: {str(e).splitlines()[0]}") from None
         results = []
         for out in outs:
             self.last_prompt_tokens += len(out.prompt_token_ids or [])
