@@ -78,6 +78,24 @@ def read_config(model: str) -> dict[str, Any]:
         raise UserError(f"{path}:{e.lineno}: not valid JSON ({e.msg})") from None
 
 
+def env_engine_args() -> dict[str, Any]:
+    """``vllm.LLM`` keyword args from ``$DAPO_BENCH_VLLM_ARGS`` (a JSON object), or {}.
+
+    The way to set tensor_parallel_size, gpu_memory_utilization, max_model_len, dtype, ... for
+    commands that create the backend themselves (``dapo-bench train/eval --backend vllm``).
+    """
+    raw = os.environ.get("DAPO_BENCH_VLLM_ARGS", "").strip()
+    if not raw:
+        return {}
+    try:
+        args = json.loads(raw)
+    except json.JSONDecodeError as e:
+        raise UserError(f"DAPO_BENCH_VLLM_ARGS: not valid JSON ({e.msg} at char {e.pos})") from None
+    if not isinstance(args, dict):
+        raise UserError("DAPO_BENCH_VLLM_ARGS: expected a JSON object of vllm.LLM arguments")
+    return args
+
+
 def reload_in_place_is_exact(old: dict[str, Any], new: dict[str, Any]) -> bool:
     """In-place reload is exact for untied embeddings and an unchanged architecture."""
     if not old or not new or new.get("tie_word_embeddings", True):
@@ -100,6 +118,7 @@ class VLLMGenerator(Generator):
     (None = on for CPU, off for GPU), ``kv_cache_memory_bytes`` (None = 1 GiB on CPU, from
     ``gpu_memory_utilization`` on GPU), ``seed`` (engine seed), ``reload`` ("auto" = in place
     when exact, else restart | "restart"), ``engine_args`` (more ``vllm.LLM`` keyword args).
+    ``$DAPO_BENCH_VLLM_ARGS`` (JSON) is applied last and wins over all of these.
     """
 
     backend = "vllm"
@@ -160,6 +179,7 @@ class VLLMGenerator(Generator):
         if kv_cache_memory_bytes is not None:
             args["kv_cache_memory_bytes"] = int(kv_cache_memory_bytes)
         args.update(engine_args or {})
+        args.update(env_engine_args())
         self.engine_args = args
         if self.on_cpu:
             os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
