@@ -43,7 +43,7 @@ OPS = ("+", "-", "*")
 
 # split -> (seed, default size, hash buckets of 100 that belong to the split)
 _SPLITS: dict[str, tuple[int, int, range]] = {
-    "sft": (1, 3000, range(10)),
+    "sft": (1, 1500, range(10)),
     "rl_train": (2, 20000, range(10, 60)),
     "test": (3, 2000, range(60, 100)),
     "test_ood": (4, 1000, range(60, 100)),

@@ -18,7 +18,7 @@ import copy
 import time
 from collections import Counter
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Optional
 
 import torch
 import typer
@@ -26,11 +26,11 @@ import typer
 from dapo_bench.arith import PROMPT_TEMPLATE, is_correct, make_split
 from dapo_bench.generation.base import SamplingParams
 from dapo_bench.generation.hf import HFGenerator
-from dapo_bench.io import atomic_write_json
+from dapo_bench.io import atomic_write_json, read_json
 from dapo_bench.provenance import package_versions
 from dapo_bench.toy.model import tiny_llama
 from dapo_bench.toy.tokenizer import build_char_tokenizer
-from dapo_bench.training.common import OptimConfig, count_params, save_policy
+from dapo_bench.training.common import OptimConfig, count_params, load_policy, save_policy
 from dapo_bench.training.sft import SFTConfig, train_sft
 
 MAX_NEW_TOKENS = 96
@@ -74,28 +74,75 @@ def evaluate(model, tok, rows: list[dict], batch_size: int = 128) -> dict:
     }
 
 
+def plateau_checks(model, tok, pairs, test, before, epochs, lrs, batch_size, seed) -> list[dict]:
+    """Accuracy after ``epochs`` more constant-lr SFT epochs on a copy, for each lr in ``lrs``."""
+    out = []
+    for plr in lrs if epochs > 0 else []:
+        more = copy.deepcopy(model)
+        pcfg = SFTConfig(
+            epochs=epochs,
+            batch_size=batch_size,
+            seed=seed + 1000,
+            log_every=10**9,
+            optim=OptimConfig(lr=plr),
+        )
+        steps = train_sft(more, tok, pairs, pcfg).steps
+        after = evaluate(more, tok, test)["accuracy"]
+        row = {
+            "epochs": epochs,
+            "lr": plr,
+            "steps": steps,
+            "test_acc_before": before,
+            "test_acc_after": after,
+            "delta": round(after - before, 4),
+        }
+        typer.echo(f"plateau check: {row}")
+        out.append(row)
+    return out
+
+
 def build(
     out: Annotated[Path, typer.Option(help="Directory to write the model to (replaced).")],
-    epochs: Annotated[int, typer.Option(help="SFT passes over the sft split.")] = 20,
+    epochs: Annotated[int, typer.Option(help="SFT passes over the sft split.")] = 30,
     lr: Annotated[float, typer.Option(help="Peak AdamW learning rate.")] = 2e-3,
     batch_size: Annotated[int, typer.Option(help="Pairs per optimizer step.")] = 64,
-    sft_size: Annotated[int, typer.Option(help="Problems of the sft split to train on.")] = 3000,
-    eval_every: Annotated[int, typer.Option(help="Epochs between quick evals (0: none).")] = 2,
-    eval_n: Annotated[int, typer.Option(help="Test problems in each quick eval.")] = 500,
+    sft_size: Annotated[int, typer.Option(help="Problems of the sft split to train on.")] = 1500,
+    eval_every: Annotated[int, typer.Option(help="Epochs between quick evals (0: none).")] = 3,
+    eval_n: Annotated[int, typer.Option(help="Test problems in each quick eval.")] = 300,
     plateau_epochs: Annotated[
         float, typer.Option(help="Extra SFT epochs of the plateau check.")
     ] = 2.0,
-    plateau_lr: Annotated[float, typer.Option(help="Learning rate of the plateau check.")] = 5e-4,
+    plateau_lr: Annotated[
+        Optional[list[float]],  # noqa: UP045 (typer needs Optional)
+        typer.Option(help="Learning rate(s) of the plateau check [default: 1e-4 and 5e-4]."),
+    ] = None,
+    check_only: Annotated[
+        bool, typer.Option(help="Skip training: re-evaluate the model in --out, redo the checks.")
+    ] = False,
     seed: Annotated[int, typer.Option(help="Seed of the initialisation and data order.")] = 0,
-    threads: Annotated[int, typer.Option(help="torch threads.")] = 2,
+    threads: Annotated[int, typer.Option(help="torch threads.")] = 1,
 ) -> None:
     """SFT the tiny Llama on the fixed arith sft split and save it with build_info.json."""
     torch.set_num_threads(threads)
+    plateau_lr = plateau_lr or [1e-4, 5e-4]
     t0 = time.perf_counter()
-    tok = build_char_tokenizer()
-    model = tiny_llama(tok, seed=seed)
     pairs = sft_pairs(make_split("sft", sft_size))
     test, ood = make_split("test"), make_split("test_ood")
+    if check_only:
+        model, tok = load_policy(out)
+        info = read_json(Path(out) / "build_info.json")
+        pairs = sft_pairs(make_split("sft", info["sft"]["sft_size"]))
+        before = info["final"]["test"]["accuracy"]
+        info["final"] = {"test": evaluate(model, tok, test), "test_ood": evaluate(model, tok, ood)}
+        if info["final"]["test"]["accuracy"] != before:
+            typer.echo(f"note: test accuracy {before} at build time, now {info['final']}")
+        info["plateau"] = plateau_checks(
+            model, tok, pairs, test, before, plateau_epochs, plateau_lr, batch_size, seed
+        )
+        atomic_write_json(Path(out) / "build_info.json", info)
+        return
+    tok = build_char_tokenizer()
+    model = tiny_llama(tok, seed=seed)
     cfg = SFTConfig(
         epochs=epochs,
         batch_size=batch_size,
@@ -123,27 +170,17 @@ def build(
     save_policy(model, tok, out)
     final = {"test": evaluate(model, tok, test), "test_ood": evaluate(model, tok, ood)}
     typer.echo(f"final: {final}")
-    plateau = None
-    if plateau_epochs > 0:
-        more = copy.deepcopy(model)
-        pcfg = SFTConfig(
-            epochs=plateau_epochs,
-            batch_size=batch_size,
-            seed=seed + 1000,
-            log_every=10**9,
-            optim=OptimConfig(lr=plateau_lr),
-        )
-        pst = train_sft(more, tok, pairs, pcfg)
-        after = evaluate(more, tok, test)["accuracy"]
-        plateau = {
-            "epochs": plateau_epochs,
-            "lr": plateau_lr,
-            "steps": pst.steps,
-            "test_acc_before": final["test"]["accuracy"],
-            "test_acc_after": after,
-            "delta": after - final["test"]["accuracy"],
-        }
-        typer.echo(f"plateau check: {plateau}")
+    plateau = plateau_checks(
+        model,
+        tok,
+        pairs,
+        test,
+        final["test"]["accuracy"],
+        plateau_epochs,
+        plateau_lr,
+        batch_size,
+        seed,
+    )
     info = {
         "command": "python -m dapo_bench.toy.build_ref",
         "n_params": count_params(model),
