@@ -26,6 +26,7 @@ from dapo_bench.training.common import (
     load_policy,
     make_engine,
     masked_lm_loss,
+    save_policy,
     sequence_logprobs,
 )
 
@@ -73,6 +74,15 @@ def test_stage_matches_torch_engine_and_saves_full_weights(stage, offload, refer
         ref_model = tiny_llama(tok, seed=0, d=32, layers=2, heads=2, ffn=64)
         ref_model.load_state_dict(want_state)
         assert torch.allclose(got, sequence_logprobs(ref_model, batch), atol=1e-4)
+
+
+def test_zero3_save_policy_on_the_module_writes_full_weights(reference, tmp_path):
+    """Trainers that save with save_policy(model) (not engine.save) still get full weights."""
+    want_state, _, _ = reference
+    engine, tok, *_ = _train("zero3")
+    model, _ = load_policy(save_policy(engine.module, tok, tmp_path / "m"))
+    for name, value in model.state_dict().items():
+        assert torch.allclose(value, want_state[name], atol=1e-5), name
 
 
 def test_set_lr_zero_freezes_weights():

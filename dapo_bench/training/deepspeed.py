@@ -185,6 +185,30 @@ def follow_inputs(module: Any, device: Any) -> None:
     module.register_forward_hook(post, with_kwargs=True)
 
 
+def gather_on_save(module: Any) -> None:
+    """ZeRO-3: make ``save_pretrained`` of the module and its transformers submodules gather
+    the partitioned weights first, so trainers that save with ``save_policy(model, ...)``
+    instead of ``engine.save`` still write full weights. Other ``state_dict()`` callers
+    (e.g. a bare ``torch.save(head.state_dict())``) are not covered: use ``engine.save``.
+    """
+    import deepspeed
+    from deepspeed.runtime.zero.partition_parameters import ZeroParamStatus
+
+    for sub in module.modules():
+        original = getattr(sub, "save_pretrained", None)
+        if original is None:
+            continue
+
+        def save_pretrained(*args: Any, _orig: Any = original, _sub: Any = sub, **kw: Any):
+            # parameters an outer gather (engine.save) already made available are skipped
+            todo = [p for p in _sub.parameters()
+                    if getattr(p, "ds_status", None) == ZeroParamStatus.NOT_AVAILABLE]
+            with deepspeed.zero.GatheredParameters(todo, enabled=bool(todo)):
+                return _orig(*args, **kw)
+
+        sub.save_pretrained = save_pretrained
+
+
 @ENGINES.register("deepspeed", help="DeepSpeed ZeRO 0-3 (optional CPU offload, bf16)")
 class DeepSpeedEngine:
     """A model wrapped by ``deepspeed.initialize``; the torch engine's interface."""
@@ -214,6 +238,8 @@ class DeepSpeedEngine:
         self.device = self.engine.device
         if not self.on_cpu:
             follow_inputs(self.module, self.device)
+        if self.stage == 3:
+            gather_on_save(self.module)
         self.engine.train()
 
     @property
