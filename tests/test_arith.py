@@ -127,17 +127,20 @@ def test_shipped_reference_policy():
     from dapo_bench.generation.hf import HFGenerator
     from dapo_bench.toy import default_model_path
 
+    import torch
+
+    torch.set_num_threads(1)
     path = default_model_path()
     info = json.loads((Path(path) / "build_info.json").read_text())
-    gen = HFGenerator(path, batch_size=100)
+    gen = HFGenerator(path, batch_size=64)
     assert not gen.model.config.tie_word_embeddings
     assert gen.n_params == info["n_params"] < 1_000_000
-    rows = make_split("test", 100)
+    rows = make_split("test", 64)
     outs = gen.generate(
         [PROMPT_TEMPLATE.format(question=r["question"]) for r in rows],
-        SamplingParams(max_new_tokens=96),
+        SamplingParams(max_new_tokens=64),
     )
     acc = sum(is_correct(o[0].text, r["answer"]) for o, r in zip(outs, rows)) / len(rows)
-    # Recorded on all 2,000 test problems at build time; 100 problems: within ~4.5 std errors.
+    # Recorded on all 2,000 test problems at build time; 64 problems: within ~3.5 std errors.
     assert abs(acc - info["final"]["test"]["accuracy"]) < 0.22
-    assert 0.2 < acc < 0.85
+    assert 0.15 < acc < 0.7
