@@ -36,7 +36,7 @@ def eval_policy(ctx: Any, model_dir: str, label: str) -> dict:
             ctx.generator(model_dir), list(ctx.opts.eval_tasks), run_dir=out_dir,
             limit=ctx.opts.eval_limit, max_new_tokens=ctx.opts.eval_max_new_tokens or None,
             quiet=ctx.opts.quiet, method=label, data_dir=ctx.opts.data_dir,
-            seed=ctx.opts.seed,
+            seed=ctx.opts.seed, chunk=ctx.opts.gen_batch_size,
         )
         return {t: {**r["metrics"]["acc"], "n": r["n_problems"]} for t, r in res["tasks"].items()}
 
