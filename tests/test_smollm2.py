@@ -70,13 +70,15 @@ def test_smollm2_gsm8k_20(tmp_path, monkeypatch):
     torch.set_num_threads(2)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     model = smollm2_dir()
+    # Fresh run each time; chunks of 5 so that progress is logged as it goes.
+    run = tmp_path / "smol"
     t0 = time.perf_counter()
-    res = evaluate(str(model), ["gsm8k"], run_dir=tmp_path / "smol", limit=20,
-                   max_new_tokens=384, data_dir=DATA, quiet=True)
+    evaluate(str(model), ["gsm8k"], run_dir=run, limit=20, max_new_tokens=256, chunk=5,
+             data_dir=DATA, quiet=False)
     wall = time.perf_counter() - t0
-    res = load_results(tmp_path / "smol" / "results.json")
+    res = load_results(run / "results.json")
     t = res["tasks"]["gsm8k"]
-    rows = read_jsonl(tmp_path / "smol" / "samples.jsonl")
+    rows = read_jsonl(run / "samples.jsonl")
     assert t["n_problems"] == 20 and len(rows) == 20
     assert rows[0]["prompt"].startswith("<|im_start|>system\nPlease reason step by step")
     assert rows[0]["prompt"].endswith("<|im_start|>assistant\n")
