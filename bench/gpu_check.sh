@@ -30,7 +30,8 @@ EOF
 OUT=${OUT_DIR:-runs/gpu_check}
 RUN=${RUN_ID:-dapo-vllm-zero2-$(date +%Y%m%d-%H%M%S)}
 # vLLM shares the GPU with the trainer: keep its memory share modest.
-export DAPO_BENCH_VLLM_ARGS=${DAPO_BENCH_VLLM_ARGS:-'{"gpu_memory_utilization": 0.4, "dtype": "bfloat16"}'}
+VLLM_DEFAULT='{"gpu_memory_utilization": 0.4, "dtype": "bfloat16"}'
+export DAPO_BENCH_VLLM_ARGS=${DAPO_BENCH_VLLM_ARGS:-$VLLM_DEFAULT}
 # DeepSpeed bf16 for the actor/critic engines, set through the DeepSpeed config override.
 DS_JSON=$(mktemp --suffix .json)
 echo '{"bf16": {"enabled": true}}' > "$DS_JSON"

@@ -13,7 +13,9 @@ import sys
 
 import pytest
 
-pytest.importorskip("deepspeed", reason="deepspeed not installed (pip install 'dapo-bench[deepspeed]')")
+pytest.importorskip(
+    "deepspeed", reason="deepspeed not installed (pip install 'dapo-bench[deepspeed]')"
+)
 
 import torch
 
