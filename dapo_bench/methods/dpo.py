@@ -69,8 +69,8 @@ class DPOConfig:
 PRESETS: dict[str, dict] = {
     "default": {},
     "toy": {
-        "n_problems": 2000, "samples_per_prompt": 4, "max_new_tokens": 128, "max_length": 256,
-        "epochs": 2.0, "batch_size": 32, "optim": {"lr": 1e-4},
+        "n_problems": 1000, "samples_per_prompt": 4, "max_new_tokens": 128, "max_length": 256,
+        "epochs": 2.0, "batch_size": 32, "optim": {"lr": 1e-5},
     },
 }
 

