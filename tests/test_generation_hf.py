@@ -174,3 +174,5 @@ def test_missing_model_dir_names_it(tmp_path):
         HFGenerator(str(missing))
     with pytest.raises(UserError, match="dtype"):
         HFGenerator(str(missing), dtype="float64")
+    with pytest.raises(UserError, match="threads"):
+        HFGenerator(str(missing), threads=0)

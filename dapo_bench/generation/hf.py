@@ -91,7 +91,14 @@ class HFGenerator(Generator):
         dtype: str = "float32",
         device: str = "cpu",
         batch_size: int = 64,
+        threads: int | None = None,
     ):
+        """``threads``: if given, ``torch.set_num_threads(threads)`` (process-wide). For tiny
+        models on a busy CPU use 1: measured 27x faster than 2 threads on a loaded 2-core box."""
+        if threads is not None:
+            if threads < 1:
+                raise UserError(f"hf backend: threads must be >= 1, got {threads}")
+            torch.set_num_threads(threads)
         if dtype not in _DTYPES:
             raise UserError(f"hf backend: dtype must be one of {', '.join(_DTYPES)}, got {dtype!r}")
         if batch_size < 1:
