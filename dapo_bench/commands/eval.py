@@ -33,6 +33,8 @@ def register(app: typer.Typer) -> None:
             "--run-id", help="run directory name; reuse one to resume it")] = None,
         seed: Annotated[int, Opt(help="sampling seed")] = 0,
         batch_size: Annotated[int, Opt("--batch-size", help="generator batch (rows)")] = 64,
+        threads: Annotated[int | None, Opt(
+            "--threads", help="hf: torch threads (default 1 for the arith reference policy)")] = None,
         quiet: Annotated[bool, Opt("--quiet", "-q", help="plain log lines, no bars")] = False,
     ) -> None:
         """Evaluate a model: runs/<run-id>/results.json + samples.jsonl (rerun to resume)."""
@@ -56,13 +58,16 @@ def register(app: typer.Typer) -> None:
             from dapo_bench.toy import default_model_path
 
             model = default_model_path()
+            if threads is None:
+                threads = 1  # the 0.7M-parameter policy gains nothing from more threads
         rid = run_id or default_run_id(names, model, suite)
         run_dir = out / rid
         results = evaluate(
             model, names, run_dir=run_dir, n=n, temperature=temperature, top_p=top_p,
             max_new_tokens=max_new_tokens, seed=seed, limit=limit, backend=backend,
             data_dir=data_dir, data_files=files, quiet=quiet,
-            generator_options={"batch_size": batch_size} if backend == "hf" else None,
+            generator_options={"batch_size": batch_size, "threads": threads}
+            if backend == "hf" else None,
             config={"suite": suite, "tasks": names, "command": "eval"},
         )
         Console().print(summary_table(results))
