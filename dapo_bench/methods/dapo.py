@@ -77,7 +77,7 @@ class DapoConfig:
 TOY = {
     "n_problems": 256, "n_samples": 8, "n_rollouts": 4, "mc_samples": 4, "beta": 0.05,
     "critic": {"lr": 1e-3, "epochs": 2, "batch_size": 64, "max_length": 256},
-    "actor": {"lr": 2e-4, "epochs": 2, "batch_actions": 64, "max_length": 256},
+    "actor": {"lr": 2e-5, "epochs": 2, "batch_actions": 64, "max_length": 256},
 }
 PRESETS = {"default": {}, "toy": TOY}
 
