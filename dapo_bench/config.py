@@ -8,6 +8,7 @@ field. ``to_dict`` gives the resolved config that every run saves beside its art
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import types
 import typing
@@ -125,7 +126,7 @@ def load_config(
     base: dict | None = None,
 ) -> C:
     """Build ``cls`` from ``base`` (e.g. a preset), then a YAML file, then ``key.sub=value``."""
-    data: dict = dict(base or {})
+    data: dict = copy.deepcopy(dict(base or {}))  # never mutate a caller's preset
     if yaml_path is not None:
         p = Path(yaml_path)
         if not p.is_file():

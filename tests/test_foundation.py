@@ -98,3 +98,11 @@ def test_ledger_flops_and_budget():
     with pytest.raises(BudgetExhausted):
         led.check_budget()
     assert Ledger.from_dict(led.to_dict()).total_flops == led.total_flops
+
+
+def test_config_overrides_do_not_mutate_the_base_preset(tmp_path):
+    preset = {"inner": {"epochs": 2}}
+    with pytest.raises(UserError):
+        load_config(Outer, None, ["inner.lrr=1"], base=preset)
+    load_config(Outer, None, ["inner.lr=0.5"], base=preset)
+    assert preset == {"inner": {"epochs": 2}}
