@@ -63,7 +63,7 @@ class RunOptions:
     deepspeed: str = "none"
     budget_flops: float | None = None
     control: bool = True
-    control_lr: float = 5e-4
+    control_lr: float = 1e-4
     control_batch_size: int = 64
     seed: int = 0
     out: str = "runs"
