@@ -28,7 +28,9 @@ from dapo_bench.registry import Registry
 def load_policy(path: str | os.PathLike, *, dtype: str = "float32", device: str = "cpu"):
     """Load (model, tokenizer) from a local directory or a hub id; padding on the left."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers.utils import logging as hf_logging
 
+    hf_logging.disable_progress_bar()  # our own progress bars and logs say what is loading
     p = Path(path)
     if (str(path).startswith((".", "/", "~")) or p.exists()) and not (p / "config.json").is_file():
         raise UserError(f"{path}: not a model directory (no config.json)")
