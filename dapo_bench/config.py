@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 import yaml
 
 from dapo_bench.errors import UserError
+from dapo_bench.io import read_yaml_mapping
 
 C = TypeVar("C")
 
@@ -131,14 +132,7 @@ def load_config(
         p = Path(yaml_path)
         if not p.is_file():
             raise UserError(f"{p}: no such config file")
-        try:
-            loaded = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
-        except yaml.YAMLError as e:
-            mark = getattr(e, "problem_mark", None)
-            line = f":{mark.line + 1}" if mark else ""
-            raise UserError(f"{p}{line}: malformed YAML ({getattr(e, 'problem', e)})") from None
-        if not isinstance(loaded, dict):
-            raise UserError(f"{p}: expected a mapping at the top level")
+        loaded = read_yaml_mapping(p)
         _deep_update(data, loaded)
     for ov in overrides:
         if "=" not in ov:

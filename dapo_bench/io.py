@@ -82,6 +82,26 @@ def read_json(path: str | os.PathLike) -> Any:
         raise UserError(f"{path}:{e.lineno}: invalid JSON ({e.msg})") from None
 
 
+def read_yaml_mapping(path: str | os.PathLike) -> dict:
+    """A YAML file whose top level is a mapping (empty file: {}); errors name file and line."""
+    import yaml
+
+    path = Path(path)
+    if not path.is_file():
+        raise UserError(f"{path}: no such file")
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        line = f":{mark.line + 1}" if mark else ""
+        raise UserError(f"{path}{line}: malformed YAML ({getattr(e, 'problem', e)})") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise UserError(f"{path}: expected a mapping at the top level")
+    return data
+
+
 class JsonlAppender:
     """Append-only JSONL log, flushed and fsynced per row (resumable artifacts)."""
 
@@ -109,7 +129,7 @@ class JsonlAppender:
     def close(self) -> None:
         self._f.close()
 
-    def __enter__(self) -> JsonlAppender:
+    def __enter__(self) -> JsonlAppender:  # noqa: PYI034 (typing.Self needs 3.11)
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -6,9 +6,8 @@ from __future__ import annotations
 from importlib import resources
 from pathlib import Path
 
-import yaml
-
 from dapo_bench.errors import UserError
+from dapo_bench.io import read_yaml_mapping
 from dapo_bench.tasks import SUITES, TASKS
 from dapo_bench.tasks.spec import parse_spec
 
@@ -23,7 +22,7 @@ def _register() -> None:
         spec = parse_spec(path)
         TASKS.add(spec.name, spec, help=spec.description)
     suites_path = root / SUITES_FILE
-    data = yaml.safe_load(suites_path.read_text(encoding="utf-8")) or {}
+    data = read_yaml_mapping(suites_path)
     for name, body in data.items():
         tasks = tuple(body.get("tasks", ()))
         for t in tasks:

@@ -17,10 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from dapo_bench.config import _build
 from dapo_bench.errors import UserError
+from dapo_bench.io import read_yaml_mapping
 from dapo_bench.provenance import hash_bytes
 
 METRIC_KINDS = ("acc", "pass@k", "maj@k")
@@ -121,14 +120,7 @@ def resolve_template(p: Prompt, where: str) -> str:
 def parse_spec(path: Path) -> TaskSpec:
     """Read and validate one YAML spec; errors name the file and the field."""
     text = path.read_bytes()
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        line = f":{mark.line + 1}" if mark else ""
-        raise UserError(f"{path}{line}: malformed YAML ({getattr(e, 'problem', e)})") from None
-    if not isinstance(data, dict):
-        raise UserError(f"{path}: expected a mapping at the top level")
+    data = read_yaml_mapping(path)
     for key in ("name", "version", "description", "source"):
         if key not in data:
             raise UserError(f"{path}: field {key!r} missing")
