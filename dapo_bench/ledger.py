@@ -72,13 +72,13 @@ class Ledger:
         }
 
     @classmethod
-    def from_dict(cls, d: dict) -> "Ledger":
+    def from_dict(cls, d: dict) -> Ledger:
         led = cls(n_params=int(d["n_params"]), budget_flops=d.get("budget_flops"))
         for name, s in d.get("stages", {}).items():
             led.stages[name] = StageCount(int(s.get("n_inf", 0)), int(s.get("n_train", 0)))
         return led
 
-    def merge(self, other: "Ledger", prefix: str = "") -> None:
+    def merge(self, other: Ledger, prefix: str = "") -> None:
         for name, s in other.stages.items():
             self.add_inf(prefix + name, s.n_inf)
             self.add_train(prefix + name, s.n_train)

@@ -20,13 +20,14 @@ def git_commit(cwd: str | os.PathLike | None = None) -> str | None:
     here = Path(cwd) if cwd else Path(__file__).resolve().parent
     try:
         sha = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=here, capture_output=True, text=True, timeout=5
+            ["git", "rev-parse", "HEAD"], cwd=here, capture_output=True, text=True, timeout=5,
+            check=False,
         )
         if sha.returncode != 0:
             return None
         dirty = subprocess.run(
             ["git", "status", "--porcelain", "--untracked-files=no"],
-            cwd=here, capture_output=True, text=True, timeout=5,
+            cwd=here, capture_output=True, text=True, timeout=5, check=False,
         )
         return sha.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
     except (OSError, subprocess.SubprocessError):

@@ -12,8 +12,9 @@ A registry knows the modules that populate it and imports them on first use, so 
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Callable, Generic, Iterator, TypeVar
+from typing import Any, Generic, TypeVar
 
 from dapo_bench.errors import UserError
 

@@ -123,11 +123,11 @@ def test_shipped_reference_policy():
     import json
     from pathlib import Path
 
+    import torch
+
     from dapo_bench.generation.base import SamplingParams
     from dapo_bench.generation.hf import HFGenerator
     from dapo_bench.toy import default_model_path
-
-    import torch
 
     torch.set_num_threads(1)
     path = default_model_path()

@@ -7,7 +7,12 @@ from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
 from dapo_bench.errors import UserError
 from dapo_bench.training.common import (
-    OptimConfig, encode_pairs, load_policy, make_engine, masked_lm_loss, save_policy,
+    OptimConfig,
+    encode_pairs,
+    load_policy,
+    make_engine,
+    masked_lm_loss,
+    save_policy,
     sequence_logprobs,
 )
 

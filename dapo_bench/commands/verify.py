@@ -12,7 +12,7 @@ import sys
 import time
 from collections import Counter
 from pathlib import Path
-from typing import Optional
+from typing import Annotated
 
 import typer
 
@@ -20,17 +20,19 @@ import typer
 def register(app: typer.Typer) -> None:
     @app.command("verify")
     def verify_cmd(
-        file: Path = typer.Argument(..., help="JSONL input, one object a line"),
-        verifier: str = typer.Option("math", "--verifier", "-v", help="a registered verifier"),
-        prediction_field: Optional[str] = typer.Option(
-            None, help="field holding the prediction (default: 'prediction'; code: 'program')"
-        ),
-        gold_field: Optional[str] = typer.Option(
-            None, help="field holding the gold answer (default: 'gold'; code: 'tests')"
-        ),
-        out: Optional[Path] = typer.Option(None, "--out", "-o", help="write JSONL here"),
-        timeout: Optional[float] = typer.Option(None, help="seconds per item (verifier's default)"),
-        workers: Optional[int] = typer.Option(None, help="worker processes (default: all cores)"),
+        file: Annotated[Path, typer.Argument(help="JSONL input, one object a line")],
+        verifier: Annotated[
+            str, typer.Option("--verifier", "-v", help="a registered verifier")
+        ] = "math",
+        prediction_field: Annotated[str | None, typer.Option(
+            help="field holding the prediction (default: 'prediction'; code: 'program')")] = None,
+        gold_field: Annotated[str | None, typer.Option(
+            help="field holding the gold answer (default: 'gold'; code: 'tests')")] = None,
+        out: Annotated[Path | None, typer.Option("--out", "-o", help="write JSONL here")] = None,
+        timeout: Annotated[float | None, typer.Option(
+            help="seconds per item (verifier's default)")] = None,
+        workers: Annotated[int | None, typer.Option(
+            help="worker processes (default: all cores)")] = None,
     ) -> None:
         """Verify predictions against gold answers (math) or tests (code)."""
         from dapo_bench.errors import UserError
