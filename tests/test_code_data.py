@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import json
 import random
-from pathlib import Path
 
 import pytest
+from _data import DATA as SHARED_DATA
 from dapo_bench.verifiers.code import Limits, run_tests_batch
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "code"
+DATA = SHARED_DATA / "code"
 LIM = Limits(time_s=8.0)  # one MBPP reference (amicable numbers) needs ~2.5 s of CPU
 KNOWN_EXCEPTIONS: dict[str, set[int]] = {"humaneval": set(), "mbpp": set(), "leetcode": set()}
 SLOW_REFERENCES = {"mbpp": {71}}  # kept out of the default sample (seconds of CPU)

@@ -1,16 +1,14 @@
 """Every task of the math and code suites runs end to end from ../shared/data with a tiny real
 model (limit 5) and writes a valid results file; the code tasks score through the sandbox."""
 
-import os
-from pathlib import Path
 
 import pytest
+from _data import DATA
 
 from dapo_bench.eval import evaluate
 from dapo_bench.results import load_results
 from dapo_bench.tasks import SUITES, load_task
 
-DATA = Path(os.environ.get("DAPO_BENCH_TEST_DATA", "/work/shared/data"))
 pytestmark = pytest.mark.skipif(not DATA.is_dir(), reason=f"{DATA} absent (benchmark files)")
 
 

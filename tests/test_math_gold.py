@@ -6,12 +6,12 @@ Skips when the data folder is absent (e.g. on a user's machine).
 """
 
 import json
-from pathlib import Path
 
 import pytest
+from _data import DATA as SHARED_DATA
 from dapo_bench.verifiers.math import MathVerifier, extract_gold_from_solution
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "math"
+DATA = SHARED_DATA / "math"
 
 # (file, line index) -> reason. Golds that cannot equal themselves once boxed. None today:
 # prose golds (College Math proofs, "No solution") compare as normalised text.

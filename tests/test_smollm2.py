@@ -15,12 +15,12 @@ import time
 from pathlib import Path
 
 import pytest
+from _data import DATA
 
 from dapo_bench.eval import evaluate
 from dapo_bench.io import read_jsonl
 from dapo_bench.results import load_results
 
-DATA = Path(os.environ.get("DAPO_BENCH_TEST_DATA", "/work/shared/data"))
 CACHE = Path(os.environ.get("DAPO_BENCH_CACHE", Path.home() / ".cache" / "dapo-bench"))
 GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 

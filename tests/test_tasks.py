@@ -3,16 +3,15 @@
 
 import json
 import os
-from pathlib import Path
 
 import pytest
+from _data import DATA
 
 from dapo_bench.errors import UserError
 from dapo_bench.tasks import SUITES, TASKS, load_task, resolve_tasks
 from dapo_bench.tasks.spec import parse_spec
 from dapo_bench.tasks.task import fill
 
-DATA = Path(os.environ.get("DAPO_BENCH_TEST_DATA", "/work/shared/data"))
 needs_data = pytest.mark.skipif(not DATA.is_dir(), reason=f"{DATA} absent (benchmark files)")
 
 # name -> (problem count, first problem's gold)
