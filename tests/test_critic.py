@@ -11,6 +11,7 @@ from dapo_bench.training.critic import (
     CriticConfig,
     ValueModel,
     calibration,
+    critic_examples,
     score_values,
     soft_bce,
     train_critic,
@@ -80,3 +81,22 @@ def test_value_reads_last_real_token_despite_padding(tiny_lm):
     alone = score_values(vm, tok, [short], batch_size=1)
     assert both[0] == pytest.approx(alone[0], abs=1e-5)
     assert both[0] != pytest.approx(both[1], abs=1e-4)
+
+
+def test_critic_examples_add_one_sample_labels_of_s_plus_first_step():
+    row = {"key": "p1/k", "problem_id": "p1", "prefix": "4*3=12\n", "value": 0.5,
+           "completions": [
+               {"text": "12+5=17\n\\boxed{17}", "reward": 1.0, "finish_reason": "stop"},
+               {"text": "12+5=18\n\\boxed{18}", "reward": 0.0, "finish_reason": "stop"},
+               {"text": "\\boxed{17}", "reward": 1.0, "finish_reason": "stop"},  # terminal
+               {"text": "12+5=17\n", "reward": 0.0, "finish_reason": "length"},
+           ]}
+    prompts = {"p1/k": "4*3+5\n"}
+    plain = critic_examples([row], prompts)
+    assert plain == [("4*3+5\n", "4*3=12\n", 0.5, "p1", True)]
+    ex = critic_examples([row], prompts, step_labels=True)
+    assert ex[0] == plain[0]
+    # the terminal step is valued by its reward in stage B, so the critic never sees it
+    assert ex[1:] == [("4*3+5\n", "4*3=12\n12+5=17\n", 1.0, "p1", False),
+                      ("4*3+5\n", "4*3=12\n12+5=18\n", 0.0, "p1", False),
+                      ("4*3+5\n", "4*3=12\n12+5=17\n", 0.0, "p1", False)]

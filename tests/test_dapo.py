@@ -140,10 +140,11 @@ def test_config_presets_and_overrides():
 
     spec = METHODS.get("dapo")
     preset, cfg = resolve_config(spec, RunOptions(), None, None, ["critic.lr=1e-5"])
-    assert preset == "toy" and cfg.critic.lr == 1e-5 and cfg.mc_samples == 4
+    assert preset == "toy" and cfg.critic.lr == 1e-5 and cfg.mc_samples == 8
+    assert cfg.critic.step_labels and cfg.beta == 0.1 and cfg.n_problems == 512
     _, paper = resolve_config(spec, RunOptions(model="x"), None, None, [])
     assert (paper.beta, paper.n_samples, paper.n_rollouts, paper.mc_samples) == (0.01, 32, 6, 16)
-    assert paper.critic.lr == 5e-6 and paper.min_spread == 0.1
+    assert paper.critic.lr == 5e-6 and paper.min_spread == 0.1 and not paper.critic.step_labels
     with pytest.raises(UserError, match="beta"):
         resolve_config(spec, RunOptions(), None, None, ["beta=0"])
     with pytest.raises(UserError, match="unknown field"):

@@ -115,13 +115,20 @@ def _heldout(problem_id: str, frac: float) -> bool:
 
 def critic(ctx, cfg, policy, d: Path, stage: str) -> dict:
     from dapo_bench.training.common import load_policy
-    from dapo_bench.training.critic import ValueModel, calibration, score_values, train_critic
+    from dapo_bench.training.critic import (
+        ValueModel,
+        calibration,
+        critic_examples,
+        score_values,
+        train_critic,
+    )
 
     prompts = {s["key"]: s["prompt"] for s in read_jsonl(d / "states.jsonl")}
-    rows = read_jsonl(d / "mc.jsonl")
-    data = [(prompts[r["key"]], r["prefix"], r["value"], r["problem_id"]) for r in rows]
+    data = critic_examples(read_jsonl(d / "mc.jsonl"), prompts,
+                           step_labels=cfg.critic.step_labels)
     train = [x[:3] for x in data if not _heldout(x[3], cfg.critic.heldout_frac)]
-    held = [x[:3] for x in data if _heldout(x[3], cfg.critic.heldout_frac)]
+    # the calibration report: held-out problems' MC states (m-sample labels) only
+    held = [x[:3] for x in data if x[4] and _heldout(x[3], cfg.critic.heldout_frac)]
     lm, tok = load_policy(cfg.critic.model or policy)
     vm = ValueModel.from_causal_lm(lm)
     hist = train_critic(vm, tok, train, cfg.critic, seed=ctx.opts.seed, optim=ctx.optim_base(),
@@ -132,7 +139,9 @@ def critic(ctx, cfg, policy, d: Path, stage: str) -> dict:
     cal = calibration(preds, [y for *_, y in held], bins=cfg.critic.bins)
     ctx.log(f"critic: held-out Brier {cal['brier']} (constant predictor "
             f"{cal.get('brier_constant')}), ECE {cal['ece']}")
-    return {"n_train": len(train), "n_heldout": len(held), "heldout": cal,
+    return {"n_train": len(train), "n_train_mc_states": sum(
+                x[4] for x in data if not _heldout(x[3], cfg.critic.heldout_frac)),
+            "n_heldout": len(held), "heldout": cal,
             "final_loss": hist[-1]["loss"] if hist else None, "history": hist}
 
 

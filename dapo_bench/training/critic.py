@@ -113,6 +113,8 @@ class CriticConfig:
     5e-6 for 7B models); epochs: passes over the labelled states (paper: 1); batch_size: states
     per step; heldout_frac: fraction of PROBLEMS whose states are kept out of training and used
     for the calibration report; bins: reliability bins for ECE; max_length: token cap.
+    step_labels: also train on (s + first step of each MC completion, that completion's reward):
+    one-sample labels of exactly the V(s + a_i) that stage B asks for (see ``critic_examples``).
     """
 
     model: str = ""
@@ -123,6 +125,34 @@ class CriticConfig:
     bins: int = 10
     max_length: int = 1024
     weight_decay: float = 0.0
+    step_labels: bool = False
+
+
+def critic_examples(
+    mc_rows: Sequence[dict], prompts: dict[str, str], *, step_labels: bool = False
+) -> list[tuple[str, str, float, str, bool]]:
+    """Critic data ``(prompt, prefix, label, problem_id, is_mc_state)`` from ``mc.jsonl`` rows.
+
+    Every MC-labelled state gives ``(prefix, value)`` (its m-sample label). With
+    ``step_labels`` each of its completions whose first step does not end the response also
+    gives ``(prefix + first step, reward)``: a one-sample Monte Carlo label of V(s + a_i), the
+    value stage B scores (a terminal step is valued by its reward there, so it is skipped).
+    Does NOT deduplicate: a repeated step adds another sample of the same value.
+    """
+    from dapo_bench.training.dapo_loss import candidates_from_completions
+
+    out = []
+    for r in mc_rows:
+        prompt = prompts[r["key"]]
+        out.append((prompt, r["prefix"], float(r["value"]), r["problem_id"], True))
+        if not step_labels:
+            continue
+        for c in r["completions"]:
+            cand = candidates_from_completions([c])
+            if cand and not cand[0].terminal:
+                out.append((prompt, r["prefix"] + cand[0].text, float(c["reward"]),
+                            r["problem_id"], False))
+    return out
 
 
 def train_critic(
