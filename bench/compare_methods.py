@@ -1,11 +1,11 @@
 """All training methods at the same FLOP budget on ``arith``: one command, one table.
 
-    python bench/compare_methods.py --budget-flops 5e12
+    python bench/compare_methods.py --budget-flops 6e12
 
 runs ``base`` (the reference policy, evaluated only), then ``sft``, ``rft``, ``dpo``, ``grpo``,
 ``ppo`` and ``dapo`` (DAPO, Liu et al., step-level), each with its ``toy`` preset and
 ``--budget-flops F``, through the same ``run_training`` as ``dapo-bench train``. Each run writes
-``<out>/<method>/results.json`` (default out: ``leaderboards/runs/arith``, which the leaderboard
+``<out>/<method>/results.json`` (default out: ``leaderboards/runs/arith/main``, which the leaderboard
 globs); rerunning resumes (finished stages and evals are skipped). The table: greedy accuracy
 in distribution (``arith`` test) and out of distribution (``arith_ood``, 5-step chains) with
 bootstrap stderr, the gain over ``base`` with its paired-bootstrap stderr, FLOPs spent, and wall
@@ -30,7 +30,7 @@ METHODS = ("base", "sft", "rft", "dpo", "grpo", "ppo", "dapo")
 TASKS = ("arith", "arith_ood")
 LABELS = {"dapo": "dapo (Liu et al., step-level)"}
 DEFAULT_METHODS = ",".join(METHODS)
-DEFAULT_OUT = Path("leaderboards/runs/arith")
+DEFAULT_OUT = Path("leaderboards/runs/arith/main")
 
 
 def run_base(out: Path, model: str, eval_limit: int | None, quiet: bool) -> dict:
@@ -111,7 +111,7 @@ def render(rows: list[dict], budget: float) -> str:
 
 
 def main(
-    budget_flops: Annotated[float, typer.Option(help="FLOP budget of every method")] = 5e12,
+    budget_flops: Annotated[float, typer.Option(help="FLOP budget of every method (DAPO toy needs ~5.6e12)")] = 6e12,
     methods: Annotated[str, typer.Option(help="comma-separated methods")] = DEFAULT_METHODS,
     out: Annotated[Path, typer.Option(help="parent dir of the runs")] = DEFAULT_OUT,
     model: Annotated[str | None, typer.Option(help="reference policy (default: shipped toy)")
