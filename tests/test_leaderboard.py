@@ -46,7 +46,6 @@ def test_main_table_values_deltas_bold_n(rendered):
     dapo = _row(main, "DAPO (Liu et al., step-level)")
     assert dapo[0] == "**64.0** ± 1.1 (+9.0)" and dapo[3] == "7.92e+09"
     assert _row(main, "GRPO")[0] == "61.0 ± 1.1 (+6.0)"  # not bold: DAPO's 64.0 is best
-    assert _row(main, "SFT control (DAPO's FLOPs)")[4] == "–"  # wall time is the run's only
     assert _row(main, "n")[:2] == ["2000", "1000"]
     assert "Provenance: commit: fixture0000000000." in main
     assert "arith: math 1" in main and "sampling: max_new_tokens=64, n=1" in main
@@ -130,7 +129,7 @@ def test_several_matches_error_names_files(runs, tmp_path):
     spec.write_text(
         f"inputs: {{dir: {runs}, globs: ['*/*/results.json']}}\n"
         "tables: [{id: t, columns: [{id: a, task: arith}], rows: [{match: {method: dapo}}]}]\n")
-    with pytest.raises(UserError, match=r"3 result files match \(main/dapo/results.json, beta/dapo-b0.01"):
+    with pytest.raises(UserError, match=r"4 result files match \(main/dapo/results.json, beta/dapo-b0.01"):
         render(spec, out_dir=tmp_path)
 
 

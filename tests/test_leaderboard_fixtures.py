@@ -76,6 +76,13 @@ def write_fixture_runs(root: Path) -> Path:
     for m, (a, o) in main.items():
         write_results(root / "main" / m, result(m, a, o))
     write_results(root / "main" / "dapo", result("dapo", 0.64, 0.31, iterations=2))
+    # the committed layout: the base model's own eval run, and DAPO's iterations in iter/
+    base = result("base", 0.55, 0.25)
+    base.update(kind="eval", ledger=None, history=[])
+    del base["evals"]
+    write_results(root / "main" / "base", base)
+    write_results(root / "iter" / "dapo-it2",
+                  result("dapo", 0.64, 0.31, iterations=2, run_id="fixture-dapo-it2"))
     for b, a in ((0.01, 0.60), (0.2, 0.58)):
         write_results(root / "beta" / f"dapo-b{b}",
                       result("dapo", a, 0.3, beta=b, run_id=f"fixture-dapo-b{b}"))
