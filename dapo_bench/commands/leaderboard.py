@@ -36,7 +36,7 @@ def register(app: typer.Typer) -> None:
         from dapo_bench.errors import UserError
         from dapo_bench.leaderboard import default_specs, render
 
-        err = Console(stderr=True, highlight=False)
+        err = Console(stderr=True, highlight=False, soft_wrap=True)  # one line per message
         paths = list(specs or default_specs())
         if not paths:
             raise UserError("no leaderboard specs given and none in leaderboards/*.yaml")
