@@ -17,8 +17,16 @@ default; more may be added). ``run_training``:
    stage and total FLOPs), the resolved config, the method's history and iterations, per-stage
    wall times, and paired-bootstrap comparisons against the reference and the control.
 
-Not covered: distributed launch (one process; DeepSpeed engines run inside it), resuming in the
-middle of a non-append-only stage (such a stage reruns from its start).
+Several ranks (``torchrun`` / ``deepspeed`` launcher, WORLD_SIZE > 1, needs ``--deepspeed``):
+rank 0 alone runs every stage except training ones (generation, verification, evaluation, all
+artifacts, stage markers, ``results.json``), inside ``dist.solo()``; the other ranks wait at a
+barrier and then read its stage marker, as a resumed run does. Stages registered with
+``trains=True`` run on every rank (each trainer decides how the batch is split, see
+``dapo_bench.training.dist``); only rank 0 writes. The run dir must be visible to every rank
+(one node, or a shared filesystem).
+
+Not covered: resuming in the middle of a non-append-only stage (such a stage reruns from its
+start); online methods (GRPO, PPO) on several ranks.
 """
 
 from __future__ import annotations
@@ -36,6 +44,7 @@ from dapo_bench.errors import UserError
 from dapo_bench.io import atomic_write_json, read_json
 from dapo_bench.ledger import Ledger, StageCount
 from dapo_bench.methods import METHODS
+from dapo_bench.training import dist
 
 
 @dataclass(frozen=True)
@@ -132,12 +141,14 @@ class RunContext:
     # ------------------------------------------------------------------ progress
     @staticmethod
     def log(msg: str) -> None:
-        """A plain log line on stderr (shown with --quiet too)."""
+        """A plain log line on stderr (shown with --quiet too); rank 0's only."""
+        if not dist.is_main():
+            return
         print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
     def progress(self, name: str, total: int) -> _Bar:
         """A progress bar (rich on a TTY, plain lines otherwise): ``with ... as advance:``."""
-        return _Bar(name, total, self.opts.quiet)
+        return _Bar(name, total, self.opts.quiet or not dist.is_main())
 
     # ------------------------------------------------------------------ stages
     def path(self, *parts: str) -> Path:
@@ -148,20 +159,38 @@ class RunContext:
     def stage_done(self, name: str) -> bool:
         return (self.run_dir / "stages" / f"{name}.json").is_file()
 
-    def run_stage(self, name: str, fn: Callable[[], dict | None]) -> dict:
+    def run_stage(self, name: str, fn: Callable[[], dict | None], *, trains: bool = False) -> dict:
         """Run ``fn`` once: skipped (its saved info returned) when its marker exists.
 
         The stage's ledger counts are reset before ``fn`` runs (a rerun recounts everything it
-        reports) and saved in the marker with the wall time.
+        reports) and saved in the marker with the wall time. With several ranks: ``trains``
+        stages run on every rank, the others on rank 0 only while the rest wait (then read the
+        marker); rank 0 decides whether the marker exists and writes it.
         """
         marker = self.run_dir / "stages" / f"{name}.json"
-        if marker.is_file():
-            m = read_json(marker)
-            if any(m["ledger"].values()):
-                self.ledger.stages[name] = StageCount(**m["ledger"])
-            self.stage_seconds[name] = m["seconds"]
-            self.log(f"stage {name}: done before, skipped")
-            return m["info"]
+        several = dist.world_size() > 1
+        done = dist.broadcast(marker.is_file()) if several else marker.is_file()
+        if done:
+            return self._skip(name, marker, "done before, skipped")
+        if several and not trains:
+            if dist.is_main():
+                with dist.solo():
+                    info = self._run(name, fn, marker)
+            dist.barrier()
+            return info if dist.is_main() else self._skip(name, marker, "run by rank 0")
+        info = self._run(name, fn, marker)
+        dist.barrier()
+        return info
+
+    def _skip(self, name: str, marker: Path, why: str) -> dict:
+        m = read_json(marker)
+        if any(m["ledger"].values()):
+            self.ledger.stages[name] = StageCount(**m["ledger"])
+        self.stage_seconds[name] = m["seconds"]
+        self.log(f"stage {name}: {why}")
+        return m["info"]
+
+    def _run(self, name: str, fn: Callable[[], dict | None], marker: Path) -> dict:
         self.ledger.stages[name] = StageCount()
         self.log(f"stage {name}: start")
         t0 = time.perf_counter()
@@ -171,8 +200,9 @@ class RunContext:
         count = self.ledger.stages.get(name, StageCount())
         if not (count.n_inf or count.n_train):  # eval and bookkeeping stages cost nothing
             self.ledger.stages.pop(name, None)
-        atomic_write_json(marker, {"info": info, "seconds": secs,
-                                   "ledger": dataclasses.asdict(count)})
+        if dist.is_main():
+            atomic_write_json(marker, {"info": info, "seconds": secs,
+                                       "ledger": dataclasses.asdict(count)})
         self.log(f"stage {name}: {secs:.1f}s, {self.ledger.stage_flops(name):.3g} FLOPs")
         return info
 
@@ -252,21 +282,24 @@ def run_training(
 
     spec: MethodSpec = METHODS.get(method)
     preset, cfg = resolve_config(spec, opts, preset, config_yaml, list(overrides))
+    dist.check_engine(opts.deepspeed)
     model = resolve_model(opts)
     opts = dataclasses.replace(
         opts, model=model, eval_tasks=opts.eval_tasks or default_eval_tasks(opts.task),
-        run_id=opts.run_id or make_run_id(method, opts.task),
+        run_id=opts.run_id or dist.broadcast(make_run_id(method, opts.task)),
     )
     run_dir = Path(opts.out) / opts.run_id
     saved = {"method": method, "preset": preset, "options": to_dict(opts), "config": to_dict(cfg)}
     cfg_path = run_dir / "config.json"
-    if cfg_path.is_file():
-        old = read_json(cfg_path)
-        if old != _jsonable(saved):
-            raise UserError(f"{cfg_path}: this run dir holds a run with another config; "
-                            f"pass another --run-id or remove the directory")
-    run_dir.mkdir(parents=True, exist_ok=True)
-    atomic_write_json(cfg_path, saved)
+    if dist.is_main():
+        if cfg_path.is_file():
+            old = read_json(cfg_path)
+            if old != _jsonable(saved):
+                raise UserError(f"{cfg_path}: this run dir holds a run with another config; "
+                                f"pass another --run-id or remove the directory")
+        run_dir.mkdir(parents=True, exist_ok=True)
+        atomic_write_json(cfg_path, saved)
+    dist.barrier()
 
     from dapo_bench.training.common import count_params, load_policy
 

@@ -21,9 +21,10 @@ from dapo_bench.training.common import OptimConfig, save_policy
 
 
 def train_stage(ctx: Any, work: Callable[[], dict], out_dir: Path) -> MethodOutput:
-    """Run ``work`` as the resumable stage ``train``; it saves the policy to ``out_dir`` and
-    returns info with a ``history`` list (kept in the stage marker, so a resumed run has it)."""
-    info = ctx.run_stage("train", work)
+    """Run ``work`` as the resumable stage ``train`` (on every rank); it saves the policy to
+    ``out_dir`` and returns info with a ``history`` list (kept in the stage marker, so a
+    resumed run has it)."""
+    info = ctx.run_stage("train", work, trains=True)
     return MethodOutput(str(out_dir), history=info.get("history", []),
                         extra={"train_info": {k: v for k, v in info.items() if k != "history"}})
 
@@ -58,6 +59,12 @@ def run_online(ctx: Any, cfg: Any, train_fn, max_steps: int) -> MethodOutput:
     from dapo_bench.methods.data import Scorer, load_train_problems, load_train_task
 
     check_online_config(cfg)
+    from dapo_bench.errors import UserError
+    from dapo_bench.training import dist
+
+    if dist.world_size() > 1:
+        raise UserError(f"{ctx.method}: online methods run as one process (they generate inside "
+                        f"the training stage); launch without torchrun/deepspeed")
     out_dir = ctx.run_dir / "policy"
     cfg = dataclasses.replace(cfg, optim=with_run_optim(ctx, cfg.optim))
 

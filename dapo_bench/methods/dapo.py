@@ -137,10 +137,11 @@ def _iteration(ctx: RunContext, cfg: DapoConfig, k: int, policy: str) -> dict:
     finally:
         scorer.close()
     info["critic"] = ctx.run_stage(p + "critic", lambda: st.critic(
-        ctx, cfg, policy, d, p + "critic"))
+        ctx, cfg, policy, d, p + "critic"), trains=True)
     info["advantages"] = ctx.run_stage(p + "advantages", lambda: st.advantages(
         ctx, cfg, d, p + "advantages"))
-    actor = ctx.run_stage(p + "actor", lambda: st.actor(ctx, cfg, policy, d, p + "actor"))
+    actor = ctx.run_stage(p + "actor", lambda: st.actor(ctx, cfg, policy, d, p + "actor"),
+                          trains=True)
     info["actor"] = {kk: v for kk, v in actor.items() if kk != "history"}
     info["actor_history"] = actor.get("history", [])
     info["actor_dir"] = str(d / "actor")

@@ -78,7 +78,7 @@ def run_control(ctx: Any, ref_dir: str, flops: float) -> str:
         return {"flops": led.total_flops, "target_flops": flops, "steps": stats.steps,
                 "epochs": stats.epochs, "loss": stats.loss, "n_pairs": len(pairs)}
 
-    info = ctx.run_stage("control.sft", work)
+    info = ctx.run_stage("control.sft", work, trains=True)
     ctx.log(f"control: {info['steps']} SFT steps, {info['epochs']:.2f} epochs, "
             f"{info['flops']:.3g} FLOPs (target {info['target_flops']:.3g})")
     return str(out)
@@ -133,7 +133,10 @@ def build_results(ctx: Any, spec: Any, cfg: Any, saved: dict, out: Any, t0: floa
                        "started_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
                        "wall_seconds": round(time.perf_counter() - t0, 2)},
     }
-    write_results(ctx.run_dir, results)
+    from dapo_bench.training.dist import is_main
+
+    if is_main():
+        write_results(ctx.run_dir, results)
     return results
 
 

@@ -5,8 +5,10 @@ one process) here, ``deepspeed`` (ZeRO 0-3) registered by ``dapo_bench.training.
 Trainers call ``engine.step(loss)`` and never touch the optimizer directly, so a DeepSpeed
 engine plugs in without changing a method.
 
-Not covered here: distributed data sharding (one process sees the whole batch) and mixed
-precision on CPU (float32 only; bf16 is a DeepSpeed/GPU option).
+Several ranks (``torchrun``/``deepspeed`` launcher) need the DeepSpeed engine; ``save_policy`` is
+then a collective (see ``dapo_bench.training.dist``). Not covered here: data sharding (the
+trainers shard, e.g. ``train_sft``) and mixed precision on CPU (float32 only; bf16 is a
+DeepSpeed/GPU option).
 """
 
 from __future__ import annotations
@@ -47,8 +49,24 @@ def load_policy(path: str | os.PathLike, *, dtype: str = "float32", device: str 
 
 
 def save_policy(model: Any, tokenizer: Any, out_dir: str | os.PathLike) -> Path:
-    """Save atomically: write beside the target, then rename into place."""
+    """Save atomically: write beside the target, then rename into place.
+
+    With several ranks every rank must call it (a collective): ZeRO-3 parameters are gathered
+    on all, rank 0 writes, and all leave after a barrier (so the others can then read ``out``).
+    """
+    from dapo_bench.training import dist
+
     out = Path(out_dir)
+    if dist.world_size() == 1:
+        return _write_policy(model, tokenizer, out)
+    with dist.gathered(model):
+        if dist.is_main():
+            _write_policy(model, tokenizer, out)
+    dist.barrier()
+    return out
+
+
+def _write_policy(model: Any, tokenizer: Any, out: Path) -> Path:
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}."))
     try:
@@ -192,6 +210,9 @@ ENGINES.add("torch", Engine, help="plain PyTorch AdamW in one process")
 def make_engine(model: Any, cfg: OptimConfig) -> Engine:
     """The engine for ``cfg.deepspeed``: "none" -> torch, "zero0".."zero3" -> DeepSpeed."""
     if cfg.deepspeed in ("none", "", None):
+        from dapo_bench.training.dist import check_engine
+
+        check_engine(cfg.deepspeed)
         return Engine(model, cfg)
     if cfg.deepspeed not in ("zero0", "zero1", "zero2", "zero3"):
         raise UserError(f"deepspeed: expected none|zero0|zero1|zero2|zero3, got {cfg.deepspeed!r}")

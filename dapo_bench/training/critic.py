@@ -50,9 +50,17 @@ class ValueModel(torch.nn.Module):
         return self.head(h.float()).squeeze(-1)
 
     def save(self, tokenizer: Any, out_dir: str | Path) -> Path:
+        """Backbone and head, full weights under ZeRO-3 too; with several ranks every rank
+        calls it (gathers are collectives) and rank 0 writes."""
+        from dapo_bench.training import dist
+
         out = Path(out_dir)
+        with dist.gathered(self.head):
+            head = {k: v.detach().clone() for k, v in self.head.state_dict().items()}
         save_policy(self.backbone, tokenizer, out / "backbone")
-        torch.save(self.head.state_dict(), out / "value_head.pt")
+        if dist.is_main():
+            torch.save(head, out / "value_head.pt")
+        dist.barrier()
         return out
 
     @classmethod

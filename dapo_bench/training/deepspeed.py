@@ -20,11 +20,13 @@ WORLD_SIZE, LOCAL_RANK, MASTER_ADDR and MASTER_PORT are used as they are; in a p
 port. Saving writes only on rank 0 (after a barrier); at stage 3 the partitioned weights are
 gathered first, so the saved directory is a complete ``save_pretrained`` model.
 
-Not covered: data sharding across ranks (each rank steps on the batch its trainer gives it;
-gradients are averaged across ranks), pipeline/tensor parallelism, fp16 loss scaling,
-DeepSpeed checkpoints of optimizer state (``save`` writes the model weights only). On a GPU,
-trainers that pass CPU batches still work (:func:`follow_inputs` moves inputs in and outputs
-back, a copy of the logits per call); device-aware trainers put batches on ``engine.device``.
+Several ranks: gradients are averaged across ranks; each rank steps on the batch its trainer
+gives it (``train_sft`` gives each rank its shard, ``dist.shard``; the other trainers give every
+rank the whole batch, which is exact but not faster). Not covered: pipeline/tensor
+parallelism, fp16 loss scaling, DeepSpeed checkpoints of optimizer state (``save`` writes the
+model weights only). On a GPU, trainers that pass CPU batches still work (:func:`follow_inputs`
+moves inputs in and outputs back, a copy of the logits per call); device-aware trainers put
+batches on ``engine.device``.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from typing import Any
 
 from dapo_bench.errors import UserError
 from dapo_bench.training.common import ENGINES, OptimConfig, save_policy
+from dapo_bench.training.dist import TIMEOUT, gathered
 
 EXTRA_HINT = "pip install 'dapo-bench[deepspeed]'"
 _STAGES = {"zero0": 0, "zero1": 1, "zero2": 2, "zero3": 3}
@@ -129,7 +132,11 @@ def _free_port() -> int:
 
 
 def init_process_group(deepspeed: Any, on_cpu: bool) -> None:
-    """Join the launcher's process group, or make a one-process one (gloo on CPU)."""
+    """Join the launcher's process group, or make a one-process one (gloo on CPU).
+
+    The timeout is ``dist.TIMEOUT`` (12 h, ``$DAPO_BENCH_DIST_TIMEOUT_H``): under ``dapo-bench
+    train`` the other ranks wait at a barrier while rank 0 generates and evaluates.
+    """
     import torch.distributed as dist
 
     if dist.is_available() and dist.is_initialized():
@@ -140,7 +147,12 @@ def init_process_group(deepspeed: Any, on_cpu: bool) -> None:
         os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
         os.environ.setdefault("MASTER_PORT", str(_free_port()))
         os.environ["RANK"] = "0"
-    deepspeed.init_distributed(dist_backend="gloo" if on_cpu else None, verbose=False)
+    if not on_cpu:  # one GPU per rank before the first collective (NCCL barriers need it)
+        from deepspeed.accelerator import get_accelerator
+
+        get_accelerator().set_device(int(os.environ.get("LOCAL_RANK", "0")))
+    deepspeed.init_distributed(dist_backend="gloo" if on_cpu else None, verbose=False,
+                               timeout=TIMEOUT)
 
 
 def _move(obj: Any, device: Any) -> Any:
@@ -191,19 +203,14 @@ def gather_on_save(module: Any) -> None:
     instead of ``engine.save`` still write full weights. Other ``state_dict()`` callers
     (e.g. a bare ``torch.save(head.state_dict())``) are not covered: use ``engine.save``.
     """
-    import deepspeed
-    from deepspeed.runtime.zero.partition_parameters import ZeroParamStatus
-
     for sub in module.modules():
         original = getattr(sub, "save_pretrained", None)
         if original is None:
             continue
 
         def save_pretrained(*args: Any, _orig: Any = original, _sub: Any = sub, **kw: Any):
-            # parameters an outer gather (engine.save) already made available are skipped
-            todo = [p for p in _sub.parameters()
-                    if getattr(p, "ds_status", None) == ZeroParamStatus.NOT_AVAILABLE]
-            with deepspeed.zero.GatheredParameters(todo, enabled=bool(todo)):
+            # parameters an outer gather (save_policy on several ranks) made available are skipped
+            with gathered(_sub):
                 return _orig(*args, **kw)
 
         sub.save_pretrained = save_pretrained
@@ -272,17 +279,6 @@ class DeepSpeedEngine:
             group["lr"] = lr
 
     def save(self, tokenizer: Any, out_dir: str | os.PathLike) -> Path:
-        """Full weights (gathered at stage 3) via ``save_pretrained``, written by rank 0."""
-        import torch.distributed as dist
-
-        out = Path(out_dir)
-        if self.stage == 3:
-            import deepspeed
-
-            with deepspeed.zero.GatheredParameters(list(self.module.parameters())):
-                if self.rank == 0:
-                    save_policy(self.module, tokenizer, out)
-        elif self.rank == 0:
-            save_policy(self.module, tokenizer, out)
-        dist.barrier()
-        return out
+        """Full weights (gathered at stage 3) via ``save_pretrained``, written by rank 0; every
+        rank must call it and leaves after a barrier."""
+        return save_policy(self.module, tokenizer, out_dir)

@@ -9,8 +9,12 @@ same weights (data order comes from ``random.Random(seed + epoch)``).
 
 Every step adds the tokens its forward pass processes (prompt + response, no padding) to
 ``ledger`` under the caller's stage name; with a FLOP budget the loop stops as soon as
-``ledger.exhausted()``. Not covered: gradient accumulation, packing of several pairs in one row,
-evaluation (callers do it in ``on_epoch``).
+``ledger.exhausted()``. Several ranks (DeepSpeed): ``batch_size`` is the global batch; each
+rank steps on its contiguous share (``dist.shard``) with its loss weighted by its share of the
+predicted tokens, so the averaged gradient is the whole batch's; losses and token counts are
+summed over ranks, so every rank sees the same ledger and stops at the same step.
+Not covered: gradient accumulation, packing of several pairs in one row, evaluation (callers
+do it in ``on_epoch``).
 """
 
 from __future__ import annotations
@@ -155,10 +159,15 @@ def train_sft(
 
 
 def _step(model, tokenizer, engine, cfg: SFTConfig, chunk, total: int, stats: SFTStats, losses):
+    from dapo_bench.training import dist
+
+    world = dist.world_size()
+    mine = dist.shard(chunk) if world > 1 else list(chunk)
+    rows = mine or list(chunk[:1])  # a rank without rows steps on one with weight 0
     batch = encode_pairs(
         tokenizer,
-        [p for p, _ in chunk],
-        [r for _, r in chunk],
+        [p for p, _ in rows],
+        [r for _, r in rows],
         max_length=cfg.max_length,
         add_eos=True,
     )
@@ -171,10 +180,21 @@ def _step(model, tokenizer, engine, cfg: SFTConfig, chunk, total: int, stats: SF
         )
     engine.set_lr(lr_at(cfg, stats.steps, total))
     loss = masked_lm_loss(model, batch)
-    engine.step(loss)
-    losses.append(float(loss.detach()))
+    if world > 1:
+        # DeepSpeed averages gradients over ranks: weight each rank's token-mean loss by its
+        # share of the predicted tokens, so the update is the one of the whole chunk
+        n_pred = float(batch.response_mask[:, 1:].sum()) if mine else 0.0
+        n_all, n_tokens, loss_sum = dist.all_sum(
+            [n_pred, batch.n_tokens if mine else 0, float(loss.detach()) * n_pred])
+        engine.step(loss * (world * n_pred / max(n_all, 1.0)))
+        losses.append(loss_sum / max(n_all, 1.0))
+        n_tokens = int(n_tokens)
+    else:
+        engine.step(loss)
+        losses.append(float(loss.detach()))
+        n_tokens = batch.n_tokens
     stats.steps += 1
     stats.pairs += len(chunk)
-    stats.last_tokens = batch.n_tokens
-    stats.tokens += batch.n_tokens
+    stats.last_tokens = n_tokens
+    stats.tokens += n_tokens
     stats.epochs = stats.pairs / stats.n_pairs

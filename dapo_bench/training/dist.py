@@ -1,0 +1,175 @@
+"""Rank helpers for runs under ``torchrun`` / the ``deepspeed`` launcher (and plain processes).
+
+``rank()``, ``world_size()``, ``is_main()`` read the process group when one is initialised and
+the launcher's ``RANK`` / ``WORLD_SIZE`` otherwise, so a plain process is rank 0 of 1 and needs
+no ``torch.distributed``. ``barrier()``, ``broadcast()`` and ``all_sum()`` are no-ops in one
+process; with several they join (or first create, through DeepSpeed, see :func:`ensure_group`)
+the launcher's process group.
+
+``solo()`` marks a section that only rank 0 runs (generation, verification, evaluation): inside
+it rank 0 behaves as a single process (``world_size() == 1``, collectives are no-ops), so code
+shared with training (e.g. ``save_policy``) neither waits for nor talks to the other ranks.
+
+``shard(items)``: this rank's contiguous, balanced slice of a global batch (pure).
+``gathered(module)``: ZeRO-3 partitioned parameters gathered for the ``with`` body (a no-op for
+other modules); every rank must enter it (it is a collective).
+
+Not covered: tensor/pipeline parallel groups (one data-parallel group), elastic restarts.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator, Sequence
+from datetime import timedelta
+from typing import Any, TypeVar
+
+from dapo_bench.errors import UserError
+
+T = TypeVar("T")
+_SOLO = [False]
+# ranks other than 0 wait at barriers while rank 0 generates and evaluates: allow long waits
+TIMEOUT = timedelta(hours=float(os.environ.get("DAPO_BENCH_DIST_TIMEOUT_H", "12")))
+
+
+def _initialised() -> bool:
+    try:
+        import torch.distributed as dist
+    except ImportError:  # pragma: no cover - torch is a hard dependency
+        return False
+    return dist.is_available() and dist.is_initialized()
+
+
+def _env_int(name: str, default: int) -> int:
+    raw = os.environ.get(name, "")
+    try:
+        return int(raw) if raw else default
+    except ValueError:
+        raise UserError(f"${name}: expected an integer, got {raw!r}") from None
+
+
+def world_size() -> int:
+    """Processes in the run (1 inside :func:`solo` and in a plain process)."""
+    if _SOLO[0]:
+        return 1
+    if _initialised():
+        import torch.distributed as dist
+
+        return dist.get_world_size()
+    return _env_int("WORLD_SIZE", 1)
+
+
+def rank() -> int:
+    """This process's rank (0 in a plain process)."""
+    if _SOLO[0]:
+        return 0
+    if _initialised():
+        import torch.distributed as dist
+
+        return dist.get_rank()
+    return _env_int("RANK", 0)
+
+
+def is_main() -> bool:
+    return rank() == 0
+
+
+def check_engine(deepspeed: str | None) -> None:
+    """Several ranks need a DeepSpeed engine (the torch engine does not average gradients)."""
+    if world_size() > 1 and deepspeed in (None, "", "none"):
+        raise UserError(f"WORLD_SIZE={world_size()}: multi-rank training needs "
+                        f"--deepspeed zero0|zero1|zero2|zero3 (the torch engine is one process)")
+
+
+def ensure_group() -> None:
+    """Join the launcher's process group (DeepSpeed's init: gloo on its CPU accelerator)."""
+    if _initialised() or world_size() == 1:
+        return
+    from deepspeed.accelerator import get_accelerator
+
+    from dapo_bench.training.deepspeed import import_deepspeed, init_process_group
+
+    deepspeed = import_deepspeed()
+    init_process_group(deepspeed, get_accelerator().device_name() == "cpu")
+
+
+def barrier() -> None:
+    if world_size() > 1:
+        ensure_group()
+        import torch.distributed as dist
+
+        dist.barrier()
+
+
+def broadcast(obj: T) -> T:
+    """Rank 0's ``obj`` on every rank (a picklable object)."""
+    if world_size() == 1:
+        return obj
+    ensure_group()
+    import torch.distributed as dist
+
+    box = [obj]
+    dist.broadcast_object_list(box, src=0)
+    return box[0]
+
+
+def all_sum(values: Sequence[float]) -> list[float]:
+    """Element-wise sum of ``values`` over ranks (float64)."""
+    if world_size() == 1:
+        return [float(v) for v in values]
+    ensure_group()
+    import torch
+    import torch.distributed as dist
+
+    t = torch.tensor([float(v) for v in values], dtype=torch.float64)
+    dist.all_reduce(t)
+    return t.tolist()
+
+
+@contextlib.contextmanager
+def solo() -> Iterator[None]:
+    """A section only rank 0 runs: inside it, rank 0 is a one-process run."""
+    if not is_main():
+        raise RuntimeError("solo(): only rank 0 runs rank-0 sections")
+    old, _SOLO[0] = _SOLO[0], True
+    try:
+        yield
+    finally:
+        _SOLO[0] = old
+
+
+def in_solo() -> bool:
+    return _SOLO[0]
+
+
+def shard_bounds(n: int, rank: int, world: int) -> tuple[int, int]:
+    """[start, end) of rank ``rank``'s slice of ``n`` items: contiguous, sizes differ by <= 1
+    (empty for some ranks when ``n < world``)."""
+    if world < 1 or not 0 <= rank < world:
+        raise ValueError(f"shard: rank {rank} of world {world}")
+    return n * rank // world, n * (rank + 1) // world
+
+
+def shard(items: Sequence[T], rank_: int | None = None, world: int | None = None) -> list[T]:
+    """This rank's slice of ``items`` (see :func:`shard_bounds`); the whole list in one process."""
+    r = rank() if rank_ is None else rank_
+    w = world_size() if world is None else world
+    lo, hi = shard_bounds(len(items), r, w)
+    return list(items[lo:hi])
+
+
+@contextlib.contextmanager
+def gathered(module: Any) -> Iterator[None]:
+    """ZeRO-3: gather ``module``'s partitioned parameters for the body (collective); no-op for
+    modules without partitioned parameters."""
+    from_ds = [p for p in module.parameters() if hasattr(p, "ds_status")]
+    if not from_ds:
+        yield
+        return
+    import deepspeed
+    from deepspeed.runtime.zero.partition_parameters import ZeroParamStatus
+
+    todo = [p for p in from_ds if p.ds_status == ZeroParamStatus.NOT_AVAILABLE]
+    with deepspeed.zero.GatheredParameters(todo, enabled=bool(todo)):
+        yield

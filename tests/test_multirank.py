@@ -1,0 +1,86 @@
+"""Rank helpers (``dapo_bench.training.dist``) without a process group: launcher env, solo
+sections, batch sharding, and the "several ranks need --deepspeed" error."""
+
+import pytest
+
+from dapo_bench.errors import UserError
+from dapo_bench.training import dist
+
+
+@pytest.fixture
+def launcher(monkeypatch):
+    def set_env(rank: int, world: int) -> None:
+        monkeypatch.setenv("RANK", str(rank))
+        monkeypatch.setenv("WORLD_SIZE", str(world))
+
+    for k in ("RANK", "WORLD_SIZE"):
+        monkeypatch.delenv(k, raising=False)
+    # an earlier DeepSpeed test in this process may have made a one-process group
+    monkeypatch.setattr(dist, "_initialised", lambda: False)
+    return set_env
+
+
+def test_plain_process_is_rank_0_of_1_and_collectives_are_no_ops(launcher):
+    assert (dist.rank(), dist.world_size(), dist.is_main()) == (0, 1, True)
+    dist.barrier()
+    assert dist.broadcast({"a": 1}) == {"a": 1}
+    assert dist.all_sum([1, 2.5]) == [1.0, 2.5]
+
+
+def test_launcher_env_gives_rank_and_world(launcher):
+    launcher(3, 4)
+    assert (dist.rank(), dist.world_size(), dist.is_main()) == (3, 4, False)
+    launcher(0, 4)
+    assert dist.is_main()
+
+
+def test_bad_launcher_env_is_a_user_error(launcher, monkeypatch):
+    monkeypatch.setenv("WORLD_SIZE", "two")
+    with pytest.raises(UserError, match=r"\$WORLD_SIZE: expected an integer, got 'two'"):
+        dist.world_size()
+
+
+def test_solo_makes_rank_0_a_one_process_run(launcher):
+    launcher(0, 2)
+    with dist.solo():
+        assert (dist.world_size(), dist.in_solo()) == (1, True)
+        dist.barrier()  # a no-op inside: no process group is needed
+        assert dist.all_sum([3]) == [3.0]
+    assert (dist.world_size(), dist.in_solo()) == (2, False)
+    launcher(1, 2)
+    with pytest.raises(RuntimeError, match="only rank 0"), dist.solo():
+        pass
+
+
+@pytest.mark.parametrize("n,world", [(10, 3), (8, 2), (2, 4), (0, 2), (7, 1)])
+def test_shards_are_disjoint_balanced_and_cover_the_batch(n, world):
+    items = list(range(n))
+    shards = [dist.shard(items, r, world) for r in range(world)]
+    assert [x for s in shards for x in s] == items  # in order, each item once
+    sizes = [len(s) for s in shards]
+    assert max(sizes) - min(sizes) <= 1
+    assert dist.shard_bounds(n, world - 1, world)[1] == n
+
+
+def test_shard_rejects_a_rank_outside_the_world():
+    with pytest.raises(ValueError, match="rank 2 of world 2"):
+        dist.shard_bounds(4, 2, 2)
+
+
+def test_shard_defaults_to_this_rank(launcher):
+    launcher(1, 2)
+    assert dist.shard("abcde") == ["c", "d", "e"]
+
+
+def test_several_ranks_without_deepspeed_is_a_user_error(launcher):
+    import torch
+
+    from dapo_bench.methods.base import RunOptions, run_training
+    from dapo_bench.training.common import OptimConfig, make_engine
+
+    launcher(0, 2)
+    with pytest.raises(UserError, match="WORLD_SIZE=2: multi-rank training needs --deepspeed"):
+        make_engine(torch.nn.Linear(2, 1), OptimConfig())
+    with pytest.raises(UserError, match="multi-rank training needs --deepspeed"):
+        run_training("sft", RunOptions(out="/nonexistent/never-written"))
+    dist.check_engine("zero2")  # fine with DeepSpeed
