@@ -4,6 +4,8 @@
 - ``dapo-bench train --method sft --deepspeed zero2`` under ``torchrun --nproc_per_node 2``:
   rank 0 alone evaluates and writes (one results.json, no duplicated JSONL rows), both ranks
   train on halves of each batch, and the saved policy equals the one-process run's.
+- ``--method dapo --deepspeed zero3`` likewise: same artifacts, ledger, critic and actor as one
+  process (the critic and actor stages run on both ranks, everything else on rank 0).
 """
 
 import os
@@ -73,19 +75,25 @@ SETS = ["max_steps=3", "batch_size=8", "log_every=1", "optim.lr=1e-3"]
 FLAGS = ["--eval-limit", "3", "--eval-max-new-tokens", "6", "--control", "--quiet"]
 
 
-def test_sft_under_torchrun_two_ranks_matches_one_process(model_dir, tmp_path):
-    from dapo_bench.methods.base import RunOptions, run_training
-
+def _torchrun(method: str, stage: str, model_dir: str, out: Path, flags: list[str],
+              sets: list[str]) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items()
            if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")}
     env.update(OMP_NUM_THREADS="1", DS_ACCELERATOR="cpu", PYTHONUNBUFFERED="1")
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node",
-           "2", "-m", "dapo_bench.cli", "train", "--method", "sft", "--model", model_dir,
-           "--deepspeed", "zero2", "--out", str(tmp_path), "--run-id", "two", *FLAGS]
-    for s in SETS:
+           "2", "-m", "dapo_bench.cli", "train", "--method", method, "--model", model_dir,
+           "--deepspeed", stage, "--out", str(out), "--run-id", "two", *flags]
+    for s in sets:
         cmd += ["--set", s]
     run = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=240, check=False)
     assert run.returncode == 0, run.stderr[-4000:]
+    return run
+
+
+def test_sft_under_torchrun_two_ranks_matches_one_process(model_dir, tmp_path):
+    from dapo_bench.methods.base import RunOptions, run_training
+
+    run = _torchrun("sft", "zero2", model_dir, tmp_path, FLAGS, SETS)
     two = tmp_path / "two"
     assert [p.relative_to(two) for p in two.rglob("results.json") if p.parent == two] == \
         [Path("results.json")]
@@ -108,3 +116,33 @@ def test_sft_under_torchrun_two_ranks_matches_one_process(model_dir, tmp_path):
     want, _ = load_policy(tmp_path / "one" / "policy")
     for name, value in want.state_dict().items():
         assert torch.allclose(got.state_dict()[name], value, atol=1e-5), name
+
+
+DAPO_SETS = ["n_problems=12", "n_samples=2", "n_rollouts=2", "mc_samples=4",
+             "max_new_tokens=12", "gen_chunk=4", "critic.epochs=1", "actor.epochs=1"]
+
+
+def test_dapo_zero3_under_torchrun_two_ranks_matches_one_process(model_dir, tmp_path):
+    """Rank 0 samples; critic and actor train on both ranks (ZeRO-3 partitions them) and the
+    saved critic and actor equal the one-process torch-engine run's."""
+    from dapo_bench.methods.base import RunOptions, run_training
+    from dapo_bench.training.critic import ValueModel
+
+    flags = ["--preset", "toy", "--eval-limit", "3", "--eval-max-new-tokens", "6",
+             "--no-control", "--quiet"]
+    _torchrun("dapo", "zero3", model_dir, tmp_path, flags, DAPO_SETS)
+    one = run_training("dapo", RunOptions(
+        model=model_dir, eval_limit=3, eval_max_new_tokens=6, control=False, out=str(tmp_path),
+        run_id="one", quiet=True), preset="toy", overrides=DAPO_SETS)
+    two = tmp_path / "two"
+    assert read_json(two / "results.json")["ledger"] == one["ledger"]
+    for f in ("rollouts.jsonl", "mc.jsonl", "advantages.jsonl"):
+        assert (two / "it1" / f).read_text() == (tmp_path / "one" / "it1" / f).read_text(), f
+    got, _ = load_policy(two / "it1" / "actor")
+    want, _ = load_policy(tmp_path / "one" / "it1" / "actor")
+    for name, value in want.state_dict().items():
+        assert torch.allclose(got.state_dict()[name], value, atol=1e-6), name
+    got_v, _ = ValueModel.load(two / "it1" / "critic")
+    want_v, _ = ValueModel.load(tmp_path / "one" / "it1" / "critic")
+    for name, value in want_v.state_dict().items():
+        assert torch.allclose(got_v.state_dict()[name], value, atol=1e-6), name
