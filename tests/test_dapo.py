@@ -10,6 +10,7 @@ from dapo_bench.toy.model import tiny_llama
 from dapo_bench.toy.tokenizer import build_char_tokenizer
 from dapo_bench.training.actor import ActorConfig, reference_logprobs, train_actor
 from dapo_bench.training.dapo_loss import (
+    VALUE_ESTIMATORS,
     Candidate,
     batches_by_state,
     candidates_from_completions,
@@ -81,6 +82,31 @@ def test_advantages_and_filtering_on_a_hand_made_state():
 
 
 # ----------------------------------------------------------------------------- actor loss
+def test_value_estimators_on_a_hand_made_state():
+    comps = [
+        {"text": "12+3=15\n15*2=30\n\\boxed{30}", "reward": 1.0, "finish_reason": "stop"},
+        {"text": "12+3=15\n15*2=31\n\\boxed{31}", "reward": 0.0, "finish_reason": "stop"},
+        {"text": "12+3=16\n16*2=32\n\\boxed{32}", "reward": 0.0, "finish_reason": "stop"},
+        {"text": "12+3=15\n15*2=30\n\\boxed{30}", "reward": 1.0, "finish_reason": "stop"},
+    ]
+    cands = candidates_from_completions(comps)
+    assert [c.outcome for c in cands] == [1.0, 0.0, 0.0, 1.0]
+    critic = [0.5, 0.5, 0.4, 0.5]  # V(s + a_i) of the two distinct steps
+    est = {e.name: e for e in VALUE_ESTIMATORS}
+    assert est["critic"].obj(cands, critic, 0.0) == critic
+    # "12+3=15\n" began 3 completions, 2 correct; "12+3=16\n" began 1, wrong
+    assert est["mc"].obj(cands, critic, 0.0) == pytest.approx([2 / 3, 2 / 3, 0.0, 2 / 3])
+    # shrunk towards the critic with weight 1: (2 + 0.5) / 4 and (0 + 0.4) / 2
+    assert est["critic_mc"].obj(cands, critic, 1.0) == pytest.approx([0.625, 0.625, 0.2, 0.625])
+    assert est["critic_mc"].obj(cands, critic, 0.0) == est["mc"].obj(cands, critic, 0.0)
+    assert not est["mc"].meta["needs_critic"] and est["critic_mc"].meta["needs_critic"]
+    # advantages from the MC values: mean 0.5 over the 4 samples -> +1/6 and -1/2
+    acts = state_advantages(cands, est["mc"].obj(cands, critic, 0.0), min_spread=0.1)
+    assert [a["adv"] for a in acts] == pytest.approx([1 / 6, -0.5])
+    with pytest.raises(ValueError, match="no outcome"):
+        est["mc"].obj([Candidate("a\n", False)], [0.1], 0.0)
+
+
 def test_actor_loss_and_gradient_against_hand_computation():
     logp = torch.tensor([-1.0, -2.0, -0.5], requires_grad=True)
     ref = torch.tensor([-1.2, -1.5, -0.5])
@@ -140,15 +166,18 @@ def test_config_presets_and_overrides():
 
     spec = METHODS.get("dapo")
     preset, cfg = resolve_config(spec, RunOptions(), None, None, ["critic.lr=1e-5"])
-    assert preset == "toy" and cfg.critic.lr == 1e-5 and cfg.mc_samples == 8
-    assert cfg.critic.step_labels and cfg.beta == 0.1 and cfg.n_problems == 512
+    assert preset == "toy" and cfg.critic.lr == 1e-5 and cfg.mc_samples == 4
+    assert cfg.advantage == "mc" and cfg.beta == 0.5 and cfg.n_problems == 2048
     _, paper = resolve_config(spec, RunOptions(model="x"), None, None, [])
     assert (paper.beta, paper.n_samples, paper.n_rollouts, paper.mc_samples) == (0.01, 32, 6, 16)
     assert paper.critic.lr == 5e-6 and paper.min_spread == 0.1 and not paper.critic.step_labels
+    assert paper.advantage == "critic"
     with pytest.raises(UserError, match="beta"):
         resolve_config(spec, RunOptions(), None, None, ["beta=0"])
     with pytest.raises(UserError, match="unknown field"):
         resolve_config(spec, RunOptions(), None, None, ["critic.lrr=1"])
+    with pytest.raises(UserError, match="advantage estimator 'nope'.*critic_mc"):
+        resolve_config(spec, RunOptions(), None, None, ["advantage=nope"])
     with pytest.raises(UserError, match="preset"):
         resolve_config(spec, RunOptions(), "nope", None, [])
     assert "Liu et al., step-level" in METHODS.entry("dapo").help

@@ -147,21 +147,28 @@ def critic(ctx, cfg, policy, d: Path, stage: str) -> dict:
 
 def advantages(ctx, cfg, d: Path, stage: str) -> dict:
     from dapo_bench.training.critic import ValueModel, score_values
-    from dapo_bench.training.dapo_loss import candidates_from_completions, state_advantages
+    from dapo_bench.training.dapo_loss import (
+        VALUE_ESTIMATORS,
+        candidates_from_completions,
+        state_advantages,
+    )
 
+    est = VALUE_ESTIMATORS.entry(cfg.advantage)
     prompts = {s["key"]: s["prompt"] for s in read_jsonl(d / "states.jsonl")}
     rows = read_jsonl(d / "mc.jsonl")
     cands = [candidates_from_completions(r["completions"]) for r in rows]
     need = sorted({(prompts[r["key"]], r["prefix"] + c.text)
                    for r, cs in zip(rows, cands) for c in cs if not c.terminal})
-    vm, tok = ValueModel.load(d / "critic")
-    vals = dict(zip(need, score_values(vm, tok, need, max_length=cfg.critic.max_length,
-                                       on_tokens=lambda t: ctx.ledger.add_inf(stage, t))))
+    vals: dict = {}
+    if est.meta.get("needs_critic", True):
+        vm, tok = ValueModel.load(d / "critic")
+        vals = dict(zip(need, score_values(vm, tok, need, max_length=cfg.critic.max_length,
+                                           on_tokens=lambda t: ctx.ledger.add_inf(stage, t))))
     out, n_act, n_term = [], 0, 0
     for r, cs in zip(rows, cands):
         p = prompts[r["key"]]
-        v = [None if c.terminal else vals[(p, r["prefix"] + c.text)] for c in cs]
-        acts = state_advantages(cs, v, cfg.min_spread)
+        critic_v = [None if c.terminal else vals.get((p, r["prefix"] + c.text)) for c in cs]
+        acts = state_advantages(cs, est.obj(cs, critic_v, cfg.mc_prior), cfg.min_spread)
         if acts is None:
             continue
         n_act += len(acts)
@@ -170,7 +177,8 @@ def advantages(ctx, cfg, d: Path, stage: str) -> dict:
                     "prefix": r["prefix"], "actions": acts})
     atomic_write_jsonl(d / "advantages.jsonl", out)
     return {"n_states": len(rows), "kept_states": len(out), "n_actions": n_act,
-            "terminal_actions": n_term, "scored_actions": len(need)}
+            "terminal_actions": n_term, "estimator": cfg.advantage,
+            "scored_actions": len(vals)}
 
 
 def actor(ctx, cfg, policy, d: Path, stage: str) -> dict:

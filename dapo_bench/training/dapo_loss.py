@@ -2,7 +2,10 @@
 
 Advantages. In state s, the M candidate next steps a_i are the first steps of the state's M
 completions. Each is valued: a step that ends the response (the completion has no further step
-and stopped on EOS) by its reward, any other by the critic, V(s + a_i). Then
+and stopped on EOS) by its reward, any other by a value estimator from
+:data:`VALUE_ESTIMATORS` (``critic``: the critic's V(s + a_i), the paper's; ``mc``: the mean
+reward of the state's completions that begin with a_i; ``critic_mc``: that Monte Carlo mean
+shrunk towards the critic, ``(sum of those rewards + k * V(s + a_i)) / (count + k)``). Then
 ``A(s, a_i) = v_i - mean_j v_j`` (the mean over all M samples, an estimate of V(s)). Duplicate
 actions are merged (same text, same value); a state whose advantage spread (max - min) is under
 ``min_spread`` is dropped, since it carries no preference.
@@ -21,22 +24,26 @@ off-policy actions, any clipping of the log-ratio.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 
+from dapo_bench.registry import Registry
 from dapo_bench.training.rollouts import split_steps
 
 
 @dataclass(frozen=True)
 class Candidate:
-    """A candidate next step: its text, whether it ends the response, its reward if it does."""
+    """A candidate next step: its text, whether it ends the response, its reward if it does,
+    and ``outcome``: the reward of the whole completion it is the first step of."""
 
     text: str
     terminal: bool
     reward: float | None = None
+    outcome: float | None = field(default=None, compare=False)
 
 
 def candidates_from_completions(completions: Sequence[dict]) -> list[Candidate]:
@@ -51,7 +58,54 @@ def candidates_from_completions(completions: Sequence[dict]) -> list[Candidate]:
         if not steps:
             continue
         terminal = len(steps) == 1 and not steps[0].endswith("\n") and c["finish_reason"] == "stop"
-        out.append(Candidate(steps[0], terminal, float(c["reward"]) if terminal else None))
+        out.append(Candidate(steps[0], terminal, float(c["reward"]) if terminal else None,
+                             float(c["reward"])))
+    return out
+
+
+ValueEstimator = Callable[[Sequence[Candidate], Sequence["float | None"], float],
+                          "list[float | None]"]
+VALUE_ESTIMATORS: Registry[ValueEstimator] = Registry("advantage estimator")
+"""``fn(candidates, critic_values, prior) -> values`` of the non-terminal candidates (None for
+terminal ones, which :func:`state_advantages` values by their reward). Entries carry
+``needs_critic``: whether stage B must score V(s + a_i) with the critic first."""
+
+
+@VALUE_ESTIMATORS.register("critic", needs_critic=True,
+                           help="the critic's V(s + a_i) (the paper's estimator)")
+def critic_values(cands: Sequence[Candidate], critic: Sequence[float | None],
+                  prior: float = 0.0) -> list[float | None]:
+    return [None if c.terminal else critic[i] for i, c in enumerate(cands)]
+
+
+def _outcomes_by_step(cands: Sequence[Candidate]) -> dict[tuple[str, bool], list[float]]:
+    groups: dict[tuple[str, bool], list[float]] = defaultdict(list)
+    for c in cands:
+        if c.outcome is None:
+            raise ValueError(f"candidate {c.text!r} has no outcome (the completion's reward)")
+        groups[(c.text, c.terminal)].append(c.outcome)
+    return groups
+
+
+@VALUE_ESTIMATORS.register("mc", needs_critic=False,
+                           help="mean reward of the state's completions that begin with a_i")
+def mc_values(cands: Sequence[Candidate], critic: Sequence[float | None] = (),
+              prior: float = 0.0) -> list[float | None]:
+    g = _outcomes_by_step(cands)
+    return [None if c.terminal else sum(g[(c.text, False)]) / len(g[(c.text, False)])
+            for c in cands]
+
+
+@VALUE_ESTIMATORS.register("critic_mc", needs_critic=True,
+                           help="the Monte Carlo mean of a_i's completions shrunk towards the "
+                                "critic: (sum of rewards + prior * V) / (count + prior)")
+def critic_mc_values(cands: Sequence[Candidate], critic: Sequence[float | None],
+                     prior: float = 1.0) -> list[float | None]:
+    g = _outcomes_by_step(cands)
+    out: list[float | None] = []
+    for c, v in zip(cands, critic):
+        rs = g[(c.text, c.terminal)]
+        out.append(None if c.terminal else (sum(rs) + prior * float(v)) / (len(rs) + prior))
     return out
 
 
