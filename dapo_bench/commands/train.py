@@ -85,7 +85,10 @@ def register(app: typer.Typer) -> None:
         )
         res = run_training(method, opts, preset=preset,
                            config_yaml=str(config) if config else None, overrides=overrides)
-        Console(stderr=True).print(summary_table(res))
+        from dapo_bench.training.dist import is_main
+
+        if is_main():  # under torchrun every rank returns; one table is enough
+            Console(stderr=True).print(summary_table(res))
 
 
 def summary_table(res: dict):
