@@ -96,8 +96,13 @@ def test_kill_in_stage_3_resumes_and_matches_uninterrupted_run(model_dir, tmp_pa
     for st in ("it1.rollouts", "it1.mc"):
         assert res2["ledger"]["stages"][st] == res["ledger"]["stages"][st]
     assert res["method"] == "dapo" and res["kind"] == "train"
-    assert set(res["ledger"]["stages"]) >= {"it1.rollouts", "it1.mc", "it1.critic",
-                                            "it1.advantages", "it1.actor"}
+    # every stage ran; the toy preset's "mc" estimator does no compute in stage B (no critic
+    # scoring), and this random tiny policy's all-wrong completions leave the actor no state
+    assert {p.stem for p in (run / "stages").glob("it1.*.json")} == {
+        "it1.rollouts", "it1.states", "it1.mc", "it1.critic", "it1.advantages", "it1.actor"}
+    assert set(res["ledger"]["stages"]) >= {"it1.rollouts", "it1.mc", "it1.critic"}
+    adv = json.loads((run / "stages" / "it1.advantages.json").read_text())["info"]
+    assert adv["estimator"] == "mc" and adv["scored_actions"] == 0
     assert res["ledger"]["flops"] == pytest.approx(
         2 * res["ledger"]["n_params"] * (res["ledger"]["n_inf"] + 3 * res["ledger"]["n_train"]))
     assert {"brier", "ece", "bins"} <= set(res["critic"]["heldout"])
@@ -114,8 +119,11 @@ def test_trained_policy_dir_loads_with_transformers(model_dir, tmp_path):
         model=model_dir, eval_limit=2, eval_max_new_tokens=4, control=False,
         out=str(tmp_path), run_id="two", quiet=True), preset="toy",
         overrides=SETS[1:3] + SETS[5:] + ["n_problems=3", "mc_samples=2", "max_new_tokens=8",
-                                          "iterations=2"])
+                                          "iterations=2", "advantage=critic"])
     assert [it["iteration"] for it in res["iterations"]] == [1, 2]
+    # the paper's estimator: stage B scores V(s + a_i) with the critic (counted in the ledger)
+    assert res["iterations"][0]["advantages"]["estimator"] == "critic"
+    assert "it1.advantages" in res["ledger"]["stages"]
     assert res["iterations"][1]["reference"].endswith("it1/actor")
     path = res["model"]["path"]
     assert path.endswith("it2/actor")
