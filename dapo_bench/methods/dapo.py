@@ -11,8 +11,10 @@ artifact under ``runs/<id>/it<k>/``:
 3. ``mc.jsonl``         ``mc_samples`` completions per state; label = fraction accepted
                         (append-only: a kill resumes without redoing finished states)
 4. ``critic/``          LM backbone + scalar head + sigmoid, soft-label BCE; held-out Brier/ECE
-5. ``advantages.jsonl`` first steps of the completions as candidate actions, A = V(s+a) - mean,
-                        unique actions, low-spread states dropped
+5. ``advantages.jsonl`` first steps of the completions as candidate actions, valued by the
+                        ``advantage`` estimator (critic V(s+a), or the MC mean of the
+                        completions that begin with a), A = v - mean, unique actions,
+                        low-spread states dropped
 6. ``actor/``           the trained policy (a transformers model dir); ``ref_logprobs.json``
 7. with ``iterations`` > 1 the actor becomes pi_ref of the next iteration.
 Then ``run_training`` evaluates reference, final policy and the equal-compute SFT control.
