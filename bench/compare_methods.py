@@ -78,7 +78,8 @@ def table_rows(out: Path, results: dict[str, dict]) -> list[dict]:
             row["flops"] = led.get("flops", 0.0)
             stages = res.get("stage_seconds", {})
             row["train_s"] = sum(v for k, v in stages.items() if not k.startswith("eval."))
-            row["wall_s"] = res["provenance"].get("wall_seconds")
+            prov = res["provenance"]  # a resumed run: its stages' seconds, not this process's
+            row["wall_s"] = prov.get("run_seconds", prov.get("wall_seconds"))
         rows.append(row)
     return rows
 

@@ -23,7 +23,8 @@ Schema (version 1); metric values are fractions in [0, 1], rendered as percentag
       "ledger": Ledger.to_dict() | None,             # training runs: compute spent
       "config": {...},                               # the resolved config of the run
       "provenance": {"git_commit": str | None, "packages": {...},
-                     "started_at": str, "wall_seconds": float}
+                     "started_at": str, "wall_seconds": float,
+                     "run_seconds": float}   # training runs: sum of stage seconds
     }
 
 ``acc`` is greedy accuracy when n == 1 and the mean per-sample accuracy (pass@1) otherwise.

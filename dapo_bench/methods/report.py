@@ -131,7 +131,10 @@ def build_results(ctx: Any, spec: Any, cfg: Any, saved: dict, out: Any, t0: floa
         "stage_seconds": {k: round(v, 2) for k, v in ctx.stage_seconds.items()},
         "provenance": {"git_commit": git_commit(), "packages": package_versions(),
                        "started_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                       "wall_seconds": round(time.perf_counter() - t0, 2)},
+                       "wall_seconds": round(time.perf_counter() - t0, 2),
+                       # the whole run's time over all its processes (a resumed run's skipped
+                       # stages count the seconds they took when they ran)
+                       "run_seconds": round(sum(ctx.stage_seconds.values()), 2)},
     }
     from dapo_bench.training.dist import is_main
 
