@@ -1,6 +1,6 @@
 """All training methods at the same FLOP budget on ``arith``: one command, one table.
 
-    python bench/compare_methods.py --budget-flops 6e12
+    python bench/compare_methods.py --budget-flops 9e12
 
 runs ``base`` (the reference policy, evaluated only), then ``sft``, ``rft``, ``dpo``, ``grpo``,
 ``ppo`` and ``dapo`` (DAPO, Liu et al., step-level), each with its ``toy`` preset and
@@ -112,7 +112,7 @@ def render(rows: list[dict], budget: float) -> str:
 
 
 def main(
-    budget_flops: Annotated[float, typer.Option(help="FLOP budget of every method (DAPO toy needs ~5.6e12)")] = 6e12,
+    budget_flops: Annotated[float, typer.Option(help="FLOP budget of every method (DAPO toy needs ~8.2e12)")] = 9e12,
     methods: Annotated[str, typer.Option(help="comma-separated methods")] = DEFAULT_METHODS,
     out: Annotated[Path, typer.Option(help="parent dir of the runs")] = DEFAULT_OUT,
     model: Annotated[str | None, typer.Option(help="reference policy (default: shipped toy)")
