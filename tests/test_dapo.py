@@ -181,3 +181,17 @@ def test_config_presets_and_overrides():
     with pytest.raises(UserError, match="preset"):
         resolve_config(spec, RunOptions(), "nope", None, [])
     assert "Liu et al., step-level" in METHODS.entry("dapo").help
+
+
+def test_list_shows_every_registry_with_the_advantage_estimators():
+    from typer.testing import CliRunner
+
+    from dapo_bench.cli import app
+
+    out = CliRunner().invoke(app, ["list"], env={"COLUMNS": "200"})
+    assert out.exit_code == 0, out.output
+    for section in ("verifiers", "generator backends", "training methods",
+                    "DAPO advantage estimators", "tasks", "suites"):
+        assert section in out.stdout
+    for name in ("critic_mc", "the paper's estimator", "dapo", "arith"):
+        assert name in out.stdout

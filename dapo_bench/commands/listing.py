@@ -11,6 +11,7 @@ REGISTRIES = (
     ("verifiers", "dapo_bench.verifiers.base", "VERIFIERS"),
     ("generator backends", "dapo_bench.generation.base", "GENERATORS"),
     ("training methods", "dapo_bench.methods", "METHODS"),
+    ("DAPO advantage estimators", "dapo_bench.training.dapo_loss", "VALUE_ESTIMATORS"),
     ("tasks", "dapo_bench.tasks", "TASKS"),
     ("suites", "dapo_bench.tasks", "SUITES"),
 )
