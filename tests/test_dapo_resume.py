@@ -14,21 +14,9 @@ from pathlib import Path
 import pytest
 
 from dapo_bench.io import read_jsonl
-from dapo_bench.toy.model import tiny_llama
-from dapo_bench.toy.tokenizer import build_char_tokenizer
 
 SETS = ["n_problems=12", "n_samples=2", "n_rollouts=2", "mc_samples=4", "max_new_tokens=12",
         "gen_chunk=1", "critic.epochs=1", "actor.epochs=1"]
-
-
-@pytest.fixture(scope="module")
-def model_dir(tmp_path_factory):
-    d = tmp_path_factory.mktemp("tiny") / "policy"
-    tok = build_char_tokenizer()
-    m = tiny_llama(tok, d=32, layers=2, heads=2, ffn=64, seed=5)
-    m.save_pretrained(d)
-    tok.save_pretrained(d)
-    return str(d)
 
 
 def _cli(model_dir: str, out: Path, run_id: str) -> list[str]:

@@ -61,16 +61,6 @@ def test_zero3_critic_save_gathers_backbone_and_head(tmp_path, monkeypatch):
                                                           abs=1e-5)
 
 
-@pytest.fixture(scope="module")
-def model_dir(tmp_path_factory):
-    d = tmp_path_factory.mktemp("tiny") / "policy"
-    tok = build_char_tokenizer()
-    m = tiny_llama(tok, d=32, layers=2, heads=2, ffn=64, seed=5)
-    m.save_pretrained(d)
-    tok.save_pretrained(d)
-    return str(d)
-
-
 SETS = ["max_steps=3", "batch_size=8", "log_every=1", "optim.lr=1e-3"]
 FLAGS = ["--eval-limit", "3", "--eval-max-new-tokens", "6", "--control", "--quiet"]
 
