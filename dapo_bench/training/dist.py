@@ -49,26 +49,25 @@ def _env_int(name: str, default: int) -> int:
         raise UserError(f"${name}: expected an integer, got {raw!r}") from None
 
 
-def world_size() -> int:
-    """Processes in the run (1 inside :func:`solo` and in a plain process)."""
+def _query(getter: str, env: str, solo_value: int) -> int:
+    """``torch.distributed.<getter>()`` once a group exists, else the launcher's ``$env``."""
     if _SOLO[0]:
-        return 1
+        return solo_value
     if _initialised():
         import torch.distributed as dist
 
-        return dist.get_world_size()
-    return _env_int("WORLD_SIZE", 1)
+        return getattr(dist, getter)()
+    return _env_int(env, solo_value)
+
+
+def world_size() -> int:
+    """Processes in the run (1 inside :func:`solo` and in a plain process)."""
+    return _query("get_world_size", "WORLD_SIZE", 1)
 
 
 def rank() -> int:
     """This process's rank (0 in a plain process)."""
-    if _SOLO[0]:
-        return 0
-    if _initialised():
-        import torch.distributed as dist
-
-        return dist.get_rank()
-    return _env_int("RANK", 0)
+    return _query("get_rank", "RANK", 0)
 
 
 def is_main() -> bool:
