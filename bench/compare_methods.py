@@ -131,7 +131,7 @@ def main(
     from dapo_bench.errors import UserError
     from dapo_bench.io import atomic_write_text
     from dapo_bench.methods import METHODS as REGISTRY
-    from dapo_bench.methods.base import RunOptions, resolve_model
+    from dapo_bench.methods.base import RunOptions, resolve_options
 
     torch.set_num_threads(threads)
     chosen = [m.strip() for m in methods.split(",") if m.strip()]
@@ -145,7 +145,7 @@ def main(
         if not sep or "=" not in kv:
             raise UserError(f"--set {s!r}: expected METHOD:key=value")
         per.setdefault(name, []).append(kv)
-    model = model or resolve_model(RunOptions(task="arith"))
+    model = model or resolve_options("base", RunOptions(task="arith")).model
     if "base" not in chosen:
         chosen.insert(0, "base")  # the gains are measured against it
     results: dict[str, dict] = {}

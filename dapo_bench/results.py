@@ -65,6 +65,43 @@ def validate_results(obj: Any, path: str | os.PathLike = "<results>") -> dict:
     return obj
 
 
+def build_results(
+    *,
+    run_id: str,
+    kind: str,
+    method: str,
+    model: dict,
+    backend: str,
+    seed: int,
+    sampling: dict | None,
+    tasks: dict,
+    config: dict,
+    started_at: str,
+    wall_seconds: float,
+    ledger: dict | None = None,
+    run_seconds: float | None = None,
+    **extra: Any,
+) -> dict:
+    """The one results builder (eval runs and training runs): the schema above, provenance
+    filled in (git commit, package versions); ``extra`` adds a training run's fields."""
+    from dapo_bench.provenance import git_commit, package_versions
+
+    prov = {"git_commit": git_commit(), "packages": package_versions(),
+            "started_at": started_at, "wall_seconds": round(wall_seconds, 3)}
+    if run_seconds is not None:
+        prov["run_seconds"] = round(run_seconds, 2)
+    return {"schema_version": SCHEMA_VERSION, "run_id": run_id, "kind": kind, "method": method,
+            "model": model, "backend": backend, "seed": seed, "sampling": sampling,
+            "tasks": tasks, "ledger": ledger, "config": config, **extra, "provenance": prov}
+
+
+def now_utc() -> str:
+    """The ``started_at`` stamp of a run."""
+    from datetime import datetime, timezone
+
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
 def load_results(path: str | os.PathLike) -> dict:
     return validate_results(read_json(path), path)
 

@@ -9,10 +9,10 @@ import pytest
 import torch
 
 from dapo_bench.errors import UserError
+from dapo_bench.models import save_policy
 from dapo_bench.results import load_results
 from dapo_bench.toy.model import tiny_llama
 from dapo_bench.toy.tokenizer import build_char_tokenizer
-from dapo_bench.training.common import save_policy
 
 ROOT = Path(__file__).resolve().parent.parent
 BASELINES = ("sft", "rft", "dpo", "grpo", "ppo")

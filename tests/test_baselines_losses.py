@@ -6,7 +6,8 @@ import pytest
 import torch
 
 from dapo_bench.errors import UserError
-from dapo_bench.training.dpo_loss import build_pairs, dpo_loss, select_correct
+from dapo_bench.methods.dpo import build_pairs, dpo_loss
+from dapo_bench.methods.rft import select_correct
 from dapo_bench.training.policy_gradient import (
     ADVANTAGE_ESTIMATORS,
     LOSS_AGGREGATIONS,

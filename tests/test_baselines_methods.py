@@ -9,22 +9,17 @@ import torch
 
 from dapo_bench.generation.hf import HFGenerator
 from dapo_bench.ledger import Ledger
-from dapo_bench.methods.dpo import DPOConfig, train_dpo
+from dapo_bench.methods.dpo import DPOConfig, Pair, train_dpo
 from dapo_bench.methods.grpo import GRPOConfig, train_grpo
 from dapo_bench.methods.ppo import PPOConfig, token_values, train_ppo
+from dapo_bench.models import count_params, save_policy
 from dapo_bench.toy.model import tiny_llama
 from dapo_bench.toy.tokenizer import build_char_tokenizer
-from dapo_bench.training.baseline_common import OnlinePolicy, sample_groups
-from dapo_bench.training.common import (
-    OptimConfig,
-    count_params,
-    encode_pairs,
-    save_policy,
-    sequence_logprobs,
-)
-from dapo_bench.training.critic import ValueModel
-from dapo_bench.training.dpo_loss import Pair
-from dapo_bench.training.rollouts import TrainProblem
+from dapo_bench.training.batches import encode_pairs, sequence_logprobs
+from dapo_bench.training.engine import OptimConfig
+from dapo_bench.training.online import OnlinePolicy
+from dapo_bench.training.rollouts import Request, TrainProblem, sample_groups
+from dapo_bench.training.value import ValueModel
 
 torch.set_num_threads(1)
 PROBLEMS = [TrainProblem(f"p{i}", f"{i}+{i}\n", str(2 * i)) for i in range(8)]
@@ -109,7 +104,9 @@ def test_dpo_prefers_chosen_and_sample_groups_respects_budget(tmp_path):
     from dapo_bench.generation.base import SamplingParams
 
     led2 = Ledger(n_params=1)
-    groups = sample_groups(policy.generator, PROBLEMS, 2, digit_fraction,
-                           SamplingParams(temperature=1.0, max_new_tokens=4), ledger=led2,
-                           chunk_size=2, max_inf_tokens=1)
+    groups = sample_groups(policy.generator, [Request.for_problem(p) for p in PROBLEMS], 2,
+                           digit_fraction, params=SamplingParams(temperature=1.0,
+                                                                 max_new_tokens=4),
+                           ledger=led2, stage="s", chunk_size=2,
+                           until=lambda: led2.n_inf >= 1)
     assert len(groups) == 2 and len(groups[0].texts) == 2  # one chunk, then the cap stops it

@@ -5,17 +5,18 @@ import math
 import pytest
 import torch
 
-from dapo_bench.toy.model import tiny_llama
-from dapo_bench.toy.tokenizer import build_char_tokenizer
-from dapo_bench.training.critic import (
+from dapo_bench.methods.dapo.critic import (
     CriticConfig,
-    ValueModel,
     calibration,
     critic_examples,
     score_values,
     soft_bce,
     train_critic,
 )
+from dapo_bench.toy.model import tiny_llama
+from dapo_bench.toy.tokenizer import build_char_tokenizer
+from dapo_bench.training.engine import OptimConfig
+from dapo_bench.training.value import ValueModel
 
 
 def test_soft_bce_matches_hand_formula_and_gradient():
@@ -62,7 +63,8 @@ def test_value_model_learns_labels_and_roundtrips(tiny_lm, tmp_path):
             ("40-7\n", "40-7=33\n", 1.0), ("40-7\n", "40-7=31\n", 0.0)] * 4
     before = score_values(vm, tok, [(p, s) for p, s, _ in data[:4]])
     assert before == pytest.approx([0.5] * 4)
-    hist = train_critic(vm, tok, data, CriticConfig(lr=3e-3, epochs=15, batch_size=8))
+    hist = train_critic(vm, tok, data, CriticConfig(optim=OptimConfig(lr=3e-3), epochs=15,
+                                                     batch_size=8))
     after = score_values(vm, tok, [(p, s) for p, s, _ in data[:4]])
     assert hist[-1]["loss"] < hist[0]["loss"] < math.log(2) + 1e-3
     assert after[0] > 0.7 and after[2] > 0.7 and after[1] < 0.3 and after[3] < 0.3

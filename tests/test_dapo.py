@@ -6,17 +6,22 @@ import pytest
 import torch
 
 from dapo_bench.errors import UserError
-from dapo_bench.toy.model import tiny_llama
-from dapo_bench.toy.tokenizer import build_char_tokenizer
-from dapo_bench.training.actor import ActorConfig, reference_logprobs, train_actor
-from dapo_bench.training.dapo_loss import (
+from dapo_bench.methods.dapo.actor import (
+    ActorConfig,
+    batches_by_state,
+    dapo_actor_loss,
+    reference_logprobs,
+    train_actor,
+)
+from dapo_bench.methods.dapo.advantages import (
     VALUE_ESTIMATORS,
     Candidate,
-    batches_by_state,
     candidates_from_completions,
-    dapo_actor_loss,
     state_advantages,
 )
+from dapo_bench.toy.model import tiny_llama
+from dapo_bench.toy.tokenizer import build_char_tokenizer
+from dapo_bench.training.engine import OptimConfig
 from dapo_bench.training.rollouts import make_states, select_balanced, split_steps
 
 
@@ -150,7 +155,8 @@ def test_train_actor_regresses_log_ratios_onto_a_over_beta(tiny_policy):
     ]
     ref = reference_logprobs(model, tok, states)
     hist = train_actor(model, tok, states, ref, beta=1.0,
-                       cfg=ActorConfig(lr=3e-3, epochs=40, batch_actions=4))
+                       cfg=ActorConfig(optim=OptimConfig(lr=3e-3), epochs=40,
+                                       batch_actions=4))
     assert len(hist) == 40 and hist[-1]["loss"] < 0.1 * hist[0]["loss"]
     after = reference_logprobs(model, tok, states)
     ratios = [a - r for s_a, s_r in zip(after, ref) for a, r in zip(s_a, s_r)]
@@ -165,18 +171,20 @@ def test_config_presets_and_overrides():
     from dapo_bench.methods.base import RunOptions, resolve_config
 
     spec = METHODS.get("dapo")
-    preset, cfg = resolve_config(spec, RunOptions(), None, None, ["critic.lr=1e-5"])
-    assert preset == "toy" and cfg.critic.lr == 1e-5 and cfg.mc_samples == 4
+    preset, cfg = resolve_config(spec, RunOptions(), None, None, ["critic.optim.lr=1e-5"])
+    assert preset == "toy" and cfg.critic.optim.lr == 1e-5 and cfg.mc_samples == 4
+    assert cfg.actor.optim.lr == 2e-5
     assert cfg.advantage == "mc" and cfg.beta == 0.5 and cfg.n_problems == 2048
     _, paper = resolve_config(spec, RunOptions(model="x"), None, None, [])
     assert (paper.beta, paper.n_samples, paper.n_rollouts, paper.mc_samples) == (0.01, 32, 6, 16)
-    assert paper.critic.lr == 5e-6 and paper.min_spread == 0.1 and not paper.critic.step_labels
+    assert paper.critic.optim.lr == 5e-6 and paper.min_spread == 0.1
+    assert paper.actor.optim.lr == 1e-6 and not paper.critic.step_labels
     assert paper.advantage == "critic"
     with pytest.raises(UserError, match="beta"):
         resolve_config(spec, RunOptions(), None, None, ["beta=0"])
     with pytest.raises(UserError, match="unknown field"):
-        resolve_config(spec, RunOptions(), None, None, ["critic.lrr=1"])
-    with pytest.raises(UserError, match="advantage estimator 'nope'.*critic_mc"):
+        resolve_config(spec, RunOptions(), None, None, ["critic.lr=1"])  # it is critic.optim.lr
+    with pytest.raises(UserError, match="value estimator 'nope'.*critic_mc"):
         resolve_config(spec, RunOptions(), None, None, ["advantage=nope"])
     with pytest.raises(UserError, match="preset"):
         resolve_config(spec, RunOptions(), "nope", None, [])
@@ -190,8 +198,9 @@ def test_list_shows_every_registry_with_the_advantage_estimators():
 
     out = CliRunner().invoke(app, ["list"], env={"COLUMNS": "200"})
     assert out.exit_code == 0, out.output
-    for section in ("verifiers", "generator backends", "training methods",
-                    "DAPO advantage estimators", "tasks", "suites"):
+    for section in ("verifiers", "generator backends", "methods", "DAPO value estimators",
+                    "policy-gradient advantage estimators", "training engines", "tasks",
+                    "suites", "KL estimators", "gold transforms", "leaderboard formats"):
         assert section in out.stdout
     for name in ("critic_mc", "the paper's estimator", "dapo", "arith"):
         assert name in out.stdout

@@ -20,17 +20,11 @@ pytest.importorskip(
 import torch
 
 from dapo_bench.errors import UserError
+from dapo_bench.models import load_policy, save_policy
 from dapo_bench.toy.model import tiny_llama
 from dapo_bench.toy.tokenizer import build_char_tokenizer
-from dapo_bench.training.common import (
-    OptimConfig,
-    encode_pairs,
-    load_policy,
-    make_engine,
-    masked_lm_loss,
-    save_policy,
-    sequence_logprobs,
-)
+from dapo_bench.training.batches import encode_pairs, masked_lm_loss, sequence_logprobs
+from dapo_bench.training.engine import EngineConfig, OptimConfig, make_engine
 
 pytestmark = pytest.mark.deepspeed
 
@@ -41,8 +35,8 @@ ANSWERS = ["15\n", "56\n", "12\n", "31\n"]
 def _train(stage, steps=4, offload=False, lr=1e-2):
     tok = build_char_tokenizer()
     model = tiny_llama(tok, seed=0, d=32, layers=2, heads=2, ffn=64)
-    engine = make_engine(model, OptimConfig(lr=lr, grad_clip=0.5, deepspeed=stage,
-                                            offload=offload))
+    engine = make_engine(model, OptimConfig(lr=lr, grad_clip=0.5),
+                         EngineConfig(stage, offload=offload))
     batch = encode_pairs(tok, PROMPTS, ANSWERS, add_eos=True)
     losses, norms = [], []
     for _ in range(steps):
@@ -101,19 +95,20 @@ def test_bf16_on_cpu_is_a_user_error():
     tok = build_char_tokenizer()
     model = tiny_llama(tok, seed=0, d=32, layers=2, heads=2, ffn=64)
     with pytest.raises(UserError, match="bf16 is a GPU option"):
-        make_engine(model, OptimConfig(deepspeed="zero2", bf16=True))
+        make_engine(model, OptimConfig(), EngineConfig("zero2", bf16=True))
 
 
 WORKER = """
 import sys, torch
 from dapo_bench.toy.model import tiny_llama
 from dapo_bench.toy.tokenizer import build_char_tokenizer
-from dapo_bench.training.common import OptimConfig, encode_pairs, make_engine, masked_lm_loss
+from dapo_bench.training.batches import encode_pairs, masked_lm_loss
+from dapo_bench.training.engine import EngineConfig, OptimConfig, make_engine
 torch.set_num_threads(1)
 prompts, answers, stage, out = {prompts!r}, {answers!r}, sys.argv[1], sys.argv[2]
 tok = build_char_tokenizer()
 model = tiny_llama(tok, seed=0, d=32, layers=2, heads=2, ffn=64)
-engine = make_engine(model, OptimConfig(lr=1e-2, grad_clip=0.5, deepspeed=stage))
+engine = make_engine(model, OptimConfig(lr=1e-2, grad_clip=0.5), EngineConfig(stage))
 half = slice(engine.rank * 2, engine.rank * 2 + 2)  # this rank's half of the batch
 batch = encode_pairs(tok, prompts[half], answers[half], add_eos=True)
 for _ in range(4):

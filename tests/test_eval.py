@@ -23,9 +23,9 @@ from dapo_bench.tasks import load_task
 def tiny_model(tmp_path_factory):
     import torch
 
+    from dapo_bench.models import save_policy
     from dapo_bench.toy.model import tiny_llama
     from dapo_bench.toy.tokenizer import build_char_tokenizer
-    from dapo_bench.training.common import save_policy
 
     torch.set_num_threads(1)
     tok = build_char_tokenizer()

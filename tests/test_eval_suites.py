@@ -14,9 +14,9 @@ pytestmark = pytest.mark.skipif(not DATA.is_dir(), reason=f"{DATA} absent (bench
 
 @pytest.fixture(scope="module")
 def tiny_model(tmp_path_factory):
+    from dapo_bench.models import save_policy
     from dapo_bench.toy.model import tiny_llama
     from dapo_bench.toy.tokenizer import build_char_tokenizer
-    from dapo_bench.training.common import save_policy
 
     tok = build_char_tokenizer()
     out = tmp_path_factory.mktemp("tiny") / "model"

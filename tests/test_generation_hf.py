@@ -11,9 +11,9 @@ import torch
 from dapo_bench.errors import UserError
 from dapo_bench.generation.base import GENERATORS, SamplingParams
 from dapo_bench.generation.hf import HFGenerator
+from dapo_bench.models import save_policy
 from dapo_bench.toy.model import tiny_llama
 from dapo_bench.toy.tokenizer import build_char_tokenizer
-from dapo_bench.training.common import save_policy
 
 PROMPTS = ["12+3\n", "((5*2)-3)+1\n", "7\n", "abc", "(((99-1)*1)+1)-50\n", "hello world\n", "x"]
 SMALL = {"d": 32, "layers": 2, "heads": 2, "ffn": 64}

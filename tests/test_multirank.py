@@ -1,10 +1,10 @@
-"""Rank helpers (``dapo_bench.training.dist``) without a process group: launcher env, solo
+"""Rank helpers (``dapo_bench.dist``) without a process group: launcher env, solo
 sections, batch sharding, and the "several ranks need --deepspeed" error."""
 
 import pytest
 
+from dapo_bench import dist
 from dapo_bench.errors import UserError
-from dapo_bench.training import dist
 
 
 @pytest.fixture
@@ -76,7 +76,7 @@ def test_several_ranks_without_deepspeed_is_a_user_error(launcher):
     import torch
 
     from dapo_bench.methods.base import RunOptions, run_training
-    from dapo_bench.training.common import OptimConfig, make_engine
+    from dapo_bench.training.engine import OptimConfig, make_engine
 
     launcher(0, 2)
     with pytest.raises(UserError, match="WORLD_SIZE=2: multi-rank training needs --deepspeed"):

@@ -22,9 +22,10 @@ pytest.importorskip(
 import torch
 
 from dapo_bench.io import read_json
+from dapo_bench.models import load_policy
 from dapo_bench.toy.model import tiny_llama
 from dapo_bench.toy.tokenizer import build_char_tokenizer
-from dapo_bench.training.common import OptimConfig, load_policy
+from dapo_bench.training.engine import EngineConfig, OptimConfig
 
 pytestmark = pytest.mark.deepspeed
 
@@ -32,17 +33,19 @@ DATA = [("12+3=", "", 0.8), ("7*8=5", "", 0.1), ("40-9=", "3", 0.6), ("5+5=", "1
 
 
 def _critic(stage: str):
-    from dapo_bench.training.critic import CriticConfig, ValueModel, train_critic
+    from dapo_bench.methods.dapo.critic import CriticConfig, train_critic
+    from dapo_bench.training.value import ValueModel
 
     tok = build_char_tokenizer()
     vm = ValueModel.from_causal_lm(tiny_llama(tok, seed=0, d=32, layers=2, heads=2, ffn=64))
-    cfg = CriticConfig(lr=1e-2, epochs=2.0, batch_size=2)
-    train_critic(vm, tok, DATA, cfg, optim=OptimConfig(deepspeed=stage))
+    cfg = CriticConfig(optim=OptimConfig(lr=1e-2), epochs=2.0, batch_size=2)
+    train_critic(vm, tok, DATA, cfg, engine_cfg=EngineConfig(stage))
     return vm, tok
 
 
 def test_zero3_critic_save_gathers_backbone_and_head(tmp_path, monkeypatch):
-    from dapo_bench.training.critic import ValueModel, score_values
+    from dapo_bench.methods.dapo.critic import score_values
+    from dapo_bench.training.value import ValueModel
 
     # small parameters (the head) stay whole unless the persistence threshold is 0
     over = tmp_path / "ds.json"
@@ -116,7 +119,7 @@ def test_dapo_zero3_under_torchrun_two_ranks_matches_one_process(model_dir, tmp_
     """Rank 0 samples; critic and actor train on both ranks (ZeRO-3 partitions them) and the
     saved critic and actor equal the one-process torch-engine run's."""
     from dapo_bench.methods.base import RunOptions, run_training
-    from dapo_bench.training.critic import ValueModel
+    from dapo_bench.training.value import ValueModel
 
     flags = ["--preset", "toy", "--eval-limit", "3", "--eval-max-new-tokens", "6",
              "--no-control", "--quiet"]

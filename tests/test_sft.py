@@ -8,10 +8,12 @@ import torch
 from dapo_bench.arith import PROMPT_TEMPLATE, make_split
 from dapo_bench.errors import UserError
 from dapo_bench.ledger import Ledger
+from dapo_bench.models import count_params
 from dapo_bench.toy.model import tiny_llama
 from dapo_bench.toy.tokenizer import build_char_tokenizer
-from dapo_bench.training.common import OptimConfig, count_params, encode_pairs, masked_lm_loss
-from dapo_bench.training.sft import SFTConfig, lr_at, train_sft
+from dapo_bench.training.batches import encode_pairs, masked_lm_loss
+from dapo_bench.training.engine import OptimConfig
+from dapo_bench.training.sft import SFTConfig, train_sft
 
 SMALL = {"d": 32, "layers": 1, "heads": 2, "ffn": 64}
 
@@ -41,7 +43,7 @@ def test_loss_falls_and_tokens_are_counted(tok, pairs):
     cfg = SFTConfig(epochs=3, batch_size=16, optim=OptimConfig(lr=1e-2), log_every=3)
     logs = []
     st = train_sft(model, tok, pairs, cfg, ledger=ledger, stage="ref-sft", on_log=logs.append)
-    assert st.steps == 9 and st.epochs == pytest.approx(3.0) and st.pairs == 144
+    assert st.steps == 9 and st.epochs == pytest.approx(3.0) and st.items == 144
     assert eval_loss(model, tok, pairs) < before - 1.0
     # Trained tokens: prompt + response + EOS of every pair, once per epoch, no padding.
     per_epoch = sum(len(tok(p + r)["input_ids"]) + 1 for p, r in pairs)
@@ -91,12 +93,12 @@ def test_budget_and_callbacks_stop_training(tok, pairs):
 
 def test_schedule_and_bad_config(tok, pairs):
     cfg = SFTConfig(warmup_steps=10, schedule="cosine", min_lr_ratio=0.1, optim=OptimConfig(lr=1.0))
-    assert lr_at(cfg, 0, 100) == pytest.approx(0.1)
-    assert lr_at(cfg, 10, 100) == pytest.approx(1.0)
-    assert lr_at(cfg, 100, 100) == pytest.approx(0.1)
-    assert 0.1 < lr_at(cfg, 55, 100) < 1.0
-    model = tiny_llama(tok, seed=0, **SMALL)
-    with pytest.raises(UserError, match="schedule"):
-        train_sft(model, tok, pairs, SFTConfig(schedule="linear"))
+    sched = cfg.lr_schedule
+    assert sched.at(0, 100) == pytest.approx(0.1)
+    assert sched.at(10, 100) == pytest.approx(1.0)
+    assert sched.at(100, 100) == pytest.approx(0.1)
+    assert 0.1 < sched.at(55, 100) < 1.0
+    with pytest.raises(ValueError, match="schedule"):
+        SFTConfig(schedule="linear")
     with pytest.raises(UserError, match="no training pairs"):
-        train_sft(model, tok, [], SFTConfig())
+        train_sft(tiny_llama(tok, seed=0, **SMALL), tok, [], SFTConfig())

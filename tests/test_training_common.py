@@ -6,15 +6,9 @@ from tokenizers import Tokenizer, models, pre_tokenizers
 from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
 from dapo_bench.errors import UserError
-from dapo_bench.training.common import (
-    OptimConfig,
-    encode_pairs,
-    load_policy,
-    make_engine,
-    masked_lm_loss,
-    save_policy,
-    sequence_logprobs,
-)
+from dapo_bench.models import load_policy, save_policy
+from dapo_bench.training.batches import encode_pairs, masked_lm_loss, sequence_logprobs
+from dapo_bench.training.engine import EngineConfig, OptimConfig, make_engine
 
 
 @pytest.fixture(scope="module")
@@ -63,5 +57,5 @@ def test_engine_lowers_sft_loss_and_roundtrips(tiny, tmp_path):
 def test_bad_paths_and_engine_names(tmp_path):
     with pytest.raises(UserError, match="not a model directory"):
         load_policy(tmp_path)
-    with pytest.raises(UserError, match="deepspeed: expected"):
-        make_engine(torch.nn.Linear(2, 2), OptimConfig(deepspeed="zero9"))
+    with pytest.raises(ValueError, match="deepspeed: expected"):
+        EngineConfig(deepspeed="zero9")

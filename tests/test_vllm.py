@@ -12,9 +12,10 @@ import torch
 
 from dapo_bench.errors import UserError
 from dapo_bench.generation.base import SamplingParams, load_generator
+from dapo_bench.models import load_policy
 from dapo_bench.toy.model import tiny_llama
 from dapo_bench.toy.tokenizer import build_char_tokenizer
-from dapo_bench.training.common import encode_pairs, load_policy, token_logprobs
+from dapo_bench.training.batches import encode_pairs, token_logprobs
 
 pytestmark = pytest.mark.vllm
 

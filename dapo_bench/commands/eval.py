@@ -16,7 +16,8 @@ def register(app: typer.Typer) -> None:
         suite: Annotated[str | None, Opt("--suite", "-s", help="math | code | arith | all")] = None,
         task: Annotated[list[str] | None, Opt("--task", "-t", help="task name (repeat)")] = None,
         model: Annotated[str | None, Opt(
-            "--model", "-m", help="model directory or hub id (default: arith reference)")] = None,
+            "--model", "-m", help="model directory or hub id (default: the tasks' default_model, "
+            "e.g. arith's shipped policy)")] = None,
         backend: Annotated[str, Opt(help="generator backend: hf | vllm")] = "hf",
         n: Annotated[int, Opt("--n", help="samples per problem (n > 1 needs --temperature)")] = 1,
         temperature: Annotated[float, Opt(help="0 = greedy")] = 0.0,
@@ -55,11 +56,8 @@ def register(app: typer.Typer) -> None:
                 raise UserError(f"--data-file {item!r}: task {name!r} is not being evaluated")
             files[name] = path
         if model is None:
-            from dapo_bench.toy import default_model_path
-
-            model = default_model_path()
-            if threads is None:
-                threads = 1  # the 0.7M-parameter policy gains nothing from more threads
+            model, spec_threads = default_model_for(names)
+            threads = threads or spec_threads
         rid = run_id or default_run_id(names, model, suite)
         run_dir = out / rid
         results = evaluate(
@@ -72,3 +70,20 @@ def register(app: typer.Typer) -> None:
         )
         Console().print(summary_table(results))
         Console(stderr=True).print(f"wrote {run_dir / 'results.json'} and samples.jsonl")
+
+
+def default_model_for(names: list[str]) -> tuple[str, int | None]:
+    """The model (and threads) the tasks' specs name when ``--model`` is not given: all of
+    them must name the same one."""
+    from dapo_bench.errors import UserError
+    from dapo_bench.tasks import TASKS
+    from dapo_bench.tasks.spec import default_model
+
+    specs = [TASKS.get(n) for n in names]
+    refs = {s.default_model for s in specs}
+    if None in refs or len(refs) != 1:
+        lacking = [s.name for s in specs if s.default_model is None]
+        raise UserError("--model is required" + (f" (tasks without a default model: "
+                        f"{', '.join(lacking)})" if lacking else " (the tasks name different "
+                        "default models)"))
+    return str(default_model(specs[0])), specs[0].threads

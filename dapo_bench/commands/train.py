@@ -14,10 +14,6 @@ from typing import Annotated
 import typer
 from typer import Option as Opt
 
-# named flag -> config field it sets (methods without that field reject it with a clear error)
-FLAG_FIELDS = {"beta": "beta", "n_rollouts": "n_rollouts", "mc_samples": "mc_samples",
-               "iterations": "iterations"}
-
 
 def register(app: typer.Typer) -> None:
     @app.command("train")
@@ -30,8 +26,8 @@ def register(app: typer.Typer) -> None:
         eval_tasks: Annotated[str | None, Opt(
             help="comma-separated eval tasks (default: arith -> arith,arith_ood)")] = None,
         eval_limit: Annotated[int | None, Opt(help="first N problems per eval task")] = None,
-        eval_max_new_tokens: Annotated[int, Opt(
-            help="greedy eval cap on new tokens (0: each task's own)")] = 0,
+        eval_max_new_tokens: Annotated[int | None, Opt(
+            help="greedy eval cap on new tokens (default: each task's own)")] = None,
         config: Annotated[Path | None, Opt("--config", help="YAML method config")] = None,
         preset: Annotated[str | None, Opt(
             help="config preset (default: toy for arith, else default = paper)")] = None,
@@ -53,39 +49,38 @@ def register(app: typer.Typer) -> None:
         seed: Annotated[int, Opt(help="seed of sampling, data order and init")] = 0,
         backend: Annotated[str, Opt(help="generation backend: hf | vllm")] = "hf",
         deepspeed: Annotated[str, Opt(help="training engine: none | zero0..zero3")] = "none",
+        offload: Annotated[bool, Opt(help="ZeRO CPU offload of optimizer state")] = False,
+        bf16: Annotated[bool, Opt(help="DeepSpeed bf16 mixed precision (GPU)")] = False,
         data_dir: Annotated[Path | None, Opt(help="benchmark files for file tasks")] = None,
         threads: Annotated[int | None, Opt(
-            help="CPU torch threads (default: 1 for the shipped toy policy, else up to 2)")] = None,
+            help="CPU torch threads (default: the task's, e.g. 1 for arith's tiny policy; "
+                 "else up to 2)")] = None,
         quiet: Annotated[bool, Opt("--quiet", "-q", help="plain log lines, no bars")] = False,
     ) -> None:
         """Train a policy with a registered method (DAPO = Liu et al., step-level, offline)."""
         import torch
         from rich.console import Console
 
-        from dapo_bench.methods.base import RunOptions, run_training
+        from dapo_bench.methods.base import RunOptions, flag_overrides, run_training, task_spec
 
-        if threads is None:  # a 0.7M-parameter model gains nothing from more threads
-            threads = 1 if model is None and task.split(":")[0] == "arith" else 2
-        if not torch.cuda.is_available():
-            torch.set_num_threads(max(1, min(threads, torch.get_num_threads())))
-        overrides = list(set_ or [])
-        flags = {"beta": beta, "n_rollouts": n_rollouts, "mc_samples": mc_samples,
-                 "iterations": iterations}
-        for flag, fieldname in FLAG_FIELDS.items():
-            value = flags[flag]
-            if value is not None:
-                overrides.append(f"{fieldname}={value}")
+        overrides = list(set_ or []) + flag_overrides(method, {
+            "beta": beta, "n_rollouts": n_rollouts, "mc_samples": mc_samples,
+            "iterations": iterations})
         opts = RunOptions(
             model=model, task=task,
             eval_tasks=tuple(t for t in (eval_tasks or "").split(",") if t),
             eval_limit=eval_limit, eval_max_new_tokens=eval_max_new_tokens, backend=backend,
-            deepspeed=deepspeed,
+            deepspeed=deepspeed, offload=offload, bf16=bf16,
             budget_flops=budget_flops, control=control, seed=seed, out=str(out),
             run_id=run_id, data_dir=str(data_dir) if data_dir else None, quiet=quiet,
         )
+        if threads is None:  # the task's default model says how many threads suit it
+            threads = (task_spec(opts).threads if model is None else None) or 2
+        if not torch.cuda.is_available():
+            torch.set_num_threads(max(1, min(threads, torch.get_num_threads())))
         res = run_training(method, opts, preset=preset,
                            config_yaml=str(config) if config else None, overrides=overrides)
-        from dapo_bench.training.dist import is_main
+        from dapo_bench.dist import is_main
 
         if is_main():  # under torchrun every rank returns; one table is enough
             Console(stderr=True).print(summary_table(res))

@@ -32,12 +32,12 @@ class Progress:
             )
             self._rich.start()
 
-    def start(self, name: str, total: int, done: int) -> Any:
+    def start(self, name: str, total: int, done: int, unit: str = "problems") -> Any:
         if self._rich is not None:
-            return self._rich.add_task(name, total=total, completed=done)
-        self._state[name] = [total, done, done, time.perf_counter(), 0.0]
+            return self._rich.add_task(f"{name} ({unit})", total=total, completed=done)
+        self._state[name] = [total, done, done, time.perf_counter(), 0.0, unit]
         if done:
-            self._log(f"{name}: {done}/{total} problems already done, resuming")
+            self._log(f"{name}: {done}/{total} {unit} already done, resuming")
         return name
 
     def advance(self, bar: Any, k: int) -> None:
@@ -51,7 +51,7 @@ class Progress:
             st[4] = now
             rate = (st[1] - st[2]) / max(now - st[3], 1e-9)
             eta = (st[0] - st[1]) / rate if rate > 0 else float("inf")
-            self._log(f"{bar}: {st[1]}/{st[0]} problems, {rate:.2f}/s, ETA {eta:.0f}s")
+            self._log(f"{bar}: {st[1]}/{st[0]} {st[5]}, {rate:.2f}/s, ETA {eta:.0f}s")
 
     def finish(self, bar: Any) -> None:
         if self._rich is None:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 import time
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -26,8 +26,7 @@ from dapo_bench.eval.progress import Progress
 from dapo_bench.eval.report import model_info, task_result
 from dapo_bench.eval.store import SampleStore
 from dapo_bench.generation.base import Generator, SamplingParams
-from dapo_bench.provenance import git_commit, package_versions
-from dapo_bench.results import SCHEMA_VERSION, write_results
+from dapo_bench.results import build_results, now_utc, write_results
 from dapo_bench.tasks import Task, load_task
 
 
@@ -106,7 +105,7 @@ def evaluate(
         raise UserError(f"--n must be at least 1, got {n}")
     if n > 1 and temperature == 0:
         raise UserError("--n > 1 needs --temperature > 0 (greedy samples would be identical)")
-    started = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    started = now_utc()
     t_start = time.perf_counter()
     loaded = [
         t if isinstance(t, Task) else load_task(
@@ -148,24 +147,16 @@ def evaluate(
         progress.close()
         if own:
             gen.close()
-    results = {
-        "schema_version": SCHEMA_VERSION,
-        "run_id": Path(run_dir).name,
-        "kind": "eval",
-        "method": method,
-        "model": model,
-        "backend": gen.backend,
-        "seed": seed,
+    results = build_results(
+        run_id=Path(run_dir).name, kind="eval", method=method, model=model, backend=gen.backend,
+        seed=seed,
         # max_new_tokens: the flag, or the largest per-task default (each task block has its own)
-        "sampling": {"n": n, "temperature": temperature, "top_p": top_p,
-                     "max_new_tokens": max_new_tokens or max(mnt.values())},
-        "tasks": task_results,
-        "ledger": None,
-        "config": {**(config or {}), "limit": limit,
-                   "data_dir": str(data_dir) if data_dir else None, "chunk": chunk},
-        "provenance": {"git_commit": git_commit(), "packages": package_versions(),
-                       "started_at": started,
-                       "wall_seconds": round(time.perf_counter() - t_start, 3)},
-    }
+        sampling={"n": n, "temperature": temperature, "top_p": top_p,
+                  "max_new_tokens": max_new_tokens or max(mnt.values())},
+        tasks=task_results,
+        config={**(config or {}), "limit": limit,
+                "data_dir": str(data_dir) if data_dir else None, "chunk": chunk},
+        started_at=started, wall_seconds=time.perf_counter() - t_start,
+    )
     write_results(run_dir, results)
     return results

@@ -37,7 +37,7 @@ import torch
 
 from dapo_bench.errors import UserError
 from dapo_bench.generation.base import GENERATORS, Completion, Generator, SamplingParams
-from dapo_bench.training.common import count_params, load_policy
+from dapo_bench.models import count_params, load_policy
 
 _DTYPES = ("float32", "bfloat16", "float16")
 

@@ -224,7 +224,7 @@ class VLLMGenerator(Generator):
             import torch
             from transformers import AutoConfig, AutoModelForCausalLM
 
-            from dapo_bench.training.common import count_params
+            from dapo_bench.models import count_params
 
             with torch.device("meta"):
                 cfg = AutoConfig.from_pretrained(self.model_path)

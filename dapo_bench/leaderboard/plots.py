@@ -3,7 +3,7 @@
 Kinds: ``acc_vs_flops`` (accuracy vs training FLOPs per method, with the base run as a line),
 ``training_curves`` (a ``history`` metric vs step per run, one line per ``iteration``), ``beta_ablation`` (accuracy vs
 DAPO's beta) and ``calibration`` (the critic's reliability diagram from ``{brier, ece,
-bins: [{p_mean, y_mean, n}]}``, or the ``critic.heldout`` of ``dapo_bench.training.critic``
+bins: [{p_mean, y_mean, n}]}``, or the ``critic.heldout`` of ``dapo_bench.methods.dapo.critic``
 with ``mean_pred``/``mean_label`` bins; empty bins are dropped). A kind returns ``None`` when no run carries its data; the
 caller then lists the plot as not drawn instead of writing an empty image.
 
@@ -187,7 +187,7 @@ def calibration(p: Plot, runs: list[Run]):
         if not isinstance(bins, list):
             continue
         pts = []
-        for b in bins:  # {p_mean, y_mean, n} or dapo_bench.training.critic's {mean_pred, ...}
+        for b in bins:  # {p_mean, y_mean, n} or dapo_bench.methods.dapo.critic's {mean_pred, ...}
             if not isinstance(b, dict):
                 continue
             x, y = b.get("p_mean", b.get("mean_pred")), b.get("y_mean", b.get("mean_label"))

@@ -1,10 +1,14 @@
-"""Training problems and rewards for a run: ``--task name[:split]`` through the task library.
+"""A run's training data: problems and rewards from ``--task name[:split]``, and the sampled
+rollouts of the offline baselines.
 
-``arith`` trains on its ``rl_train`` split (disjoint from ``test``/``test_ood``); another task
-uses its ``train`` split when the spec lists one, else the split named after the colon, else its
-default split (then it trains on what it is evaluated on: the caller is warned). Prompts are
-rendered by the task (chat template of the policy's tokenizer where the spec asks for one);
-rewards are the task's verifier (``Task.score``), 1.0 for a pass and 0.0 otherwise.
+The training split is the one named after the colon, else the task spec's ``train.split``, else
+its source's ``train``/``rl_train`` split; with none the run trains on the task's default split
+(the caller is warned). Prompts are rendered by the task (the policy's chat template where the
+spec asks for one); rewards are the task's verifier (``Task.score``): a :class:`Verdict` per
+response, whose ``reward`` is 1.0 for a pass and 0.0 otherwise.
+
+:func:`rollout_stage` is the resumable ``rollouts`` stage RFT and DPO share: the reference
+policy's samples of the training problems, scored (``<run>/rollouts.jsonl``).
 
 Not covered: mixing several training tasks in one run.
 """
@@ -13,7 +17,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from dapo_bench.training.rollouts import TrainProblem
+from dapo_bench.io import atomic_write_jsonl, read_jsonl
+from dapo_bench.training.rollouts import Group, Request, TrainProblem, group_from_row
 
 
 def _split_for(ctx: Any) -> str | None:
@@ -22,16 +27,18 @@ def _split_for(ctx: Any) -> str | None:
     name, _, split = ctx.opts.task.partition(":")
     if split:
         return split
-    splits = TASKS.get(name).source.splits or ()
+    spec = TASKS.get(name)
+    if spec.train.split:
+        return spec.train.split
     for cand in ("rl_train", "train"):
-        if cand in splits:
+        if cand in (spec.source.splits or ()):
             return cand
     ctx.log(f"warning: task {name} has no training split; training on its default split")
     return None
 
 
 class Scorer:
-    """Rewards of response texts for training problems (by id), with one verifier instance."""
+    """Verdicts of response texts for training problems (by id), with one verifier instance."""
 
     def __init__(self, task: Any):
         self.task = task
@@ -39,9 +46,8 @@ class Scorer:
         self._cm = task.verifier()
         self._verifier = self._cm.__enter__()
 
-    def __call__(self, texts: list[str], problem_ids: list[str]) -> list[float]:
-        probs = [self._by_id[i] for i in problem_ids]
-        return [float(v.passed) for v in self.task.score(self._verifier, texts, probs)]
+    def __call__(self, texts: list[str], problem_ids: list[str]) -> list:
+        return self.task.score(self._verifier, texts, [self._by_id[i] for i in problem_ids])
 
     def close(self) -> None:
         self._cm.__exit__(None, None, None)
@@ -70,3 +76,51 @@ def load_train_problems(ctx: Any, limit: int | None = None, tokenizer: Any = Non
         TrainProblem(p.id, task.prompt(p, tokenizer), str(p.gold), sol.get(p.id))
         for p in task.problems
     ]
+
+
+def rollout_stage(ctx: Any, cfg: Any) -> tuple[list[Group], dict[str, str]]:
+    """Stage ``rollouts``: sample and score on the reference policy; ``<run>/rollouts.jsonl``.
+
+    ``cfg`` needs n_problems, samples_per_prompt, temperature, top_p, max_new_tokens and
+    rollout_frac (the share of a FLOP budget sampling may spend). Returns the groups and the
+    prompt of each problem id.
+    """
+    from dapo_bench.generation.base import SamplingParams
+    from dapo_bench.training.rollouts import sample_groups
+
+    path = ctx.run_dir / "rollouts.jsonl"
+    problems = load_train_problems(ctx, limit=cfg.n_problems)
+    prompts = {p.id: p.prompt for p in problems}
+
+    def work() -> dict:
+        scorer = Scorer(load_train_task(ctx, limit=cfg.n_problems))
+        led = ctx.ledger
+        cap = None
+        if led.budget_flops is not None:
+            cap = cfg.rollout_frac * led.budget_flops / (2.0 * led.n_params)
+        params = SamplingParams(temperature=cfg.temperature, top_p=cfg.top_p,
+                                max_new_tokens=cfg.max_new_tokens, seed=ctx.opts.seed)
+        try:
+            with ctx.progress("rollouts", len(problems), unit="problems") as advance:
+                groups = sample_groups(
+                    ctx.generator(ctx.opts.model), [Request.for_problem(p) for p in problems],
+                    cfg.samples_per_prompt, scorer, params=params, chunk_size=64, ledger=led,
+                    stage="rollouts", progress=advance,
+                    until=lambda: led.exhausted() or (
+                        cap is not None and led.stages["rollouts"].n_inf >= cap))
+        finally:
+            scorer.close()
+        atomic_write_jsonl(path, [g.to_row() for g in groups])
+        n = sum(len(g.rollouts) for g in groups)
+        acc = sum(sum(g.passed) for g in groups) / max(n, 1)
+        return {"problems": len(groups), "samples": n, "sample_acc": acc}
+
+    info = ctx.run_stage("rollouts", work)
+    ctx.log(f"rollouts: {info['problems']} problems, {info['samples']} samples, "
+            f"accuracy {info['sample_acc']:.3f}")
+    return [group_from_row(r) for r in read_jsonl(path)], prompts
+
+
+def as_groups(groups: list[Group], prompts: dict[str, str]) -> list[tuple[str, list, list]]:
+    """(prompt, response texts, passed) per group: what RFT and DPO select from."""
+    return [(prompts[g.problem_id], g.texts, g.passed) for g in groups]

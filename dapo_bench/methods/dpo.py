@@ -16,28 +16,81 @@ Not covered: online/iterative DPO, SFT-on-chosen regularisation (RPO), length no
 
 from __future__ import annotations
 
-import dataclasses
-import math
 import random
-import time
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
+import torch.nn.functional as F
 
 from dapo_bench.ledger import Ledger
-from dapo_bench.methods.base import MethodOutput, register_method
-from dapo_bench.methods.baseline_run import arith_toy, train_stage, with_run_optim
-from dapo_bench.methods.rft import as_groups, rollout_stage
-from dapo_bench.training.common import (
-    OptimConfig,
-    encode_pairs,
-    load_policy,
-    make_engine,
-    save_policy,
-    sequence_logprobs,
-)
-from dapo_bench.training.dpo_loss import Pair, build_pairs, dpo_loss
+from dapo_bench.methods.base import MethodOutput, register_method, train_stage
+from dapo_bench.methods.data import as_groups, rollout_stage
+from dapo_bench.models import load_policy, save_policy
+from dapo_bench.training.batches import encode_pairs, sequence_logprobs
+from dapo_bench.training.engine import ONE_PROCESS, EngineConfig, OptimConfig, make_engine
+from dapo_bench.training.loop import LossOut, shuffled_batches, steps_for, train_loop
+
+
+@dataclass
+class DPOLossOut:
+    loss: torch.Tensor  # scalar, mean over pairs
+    chosen_reward: torch.Tensor  # [P], beta * (log pi - log pi_ref) of the chosen response
+    rejected_reward: torch.Tensor  # [P]
+    accuracy: float  # fraction of pairs whose chosen reward exceeds the rejected one
+
+
+def dpo_loss(
+    policy_chosen: torch.Tensor,
+    policy_rejected: torch.Tensor,
+    ref_chosen: torch.Tensor,
+    ref_rejected: torch.Tensor,
+    *,
+    beta: float = 0.1,
+    label_smoothing: float = 0.0,
+) -> DPOLossOut:
+    """The DPO loss over a batch of pairs; every input is a [P] tensor of summed log-probs."""
+    chosen = beta * (policy_chosen - ref_chosen)
+    rejected = beta * (policy_rejected - ref_rejected)
+    h = chosen - rejected
+    losses = -(1.0 - label_smoothing) * F.logsigmoid(h) - label_smoothing * F.logsigmoid(-h)
+    acc = float((chosen > rejected).float().mean()) if h.numel() else 0.0
+    return DPOLossOut(losses.mean(), chosen.detach(), rejected.detach(), acc)
+
+
+@dataclass(frozen=True)
+class Pair:
+    prompt: str
+    chosen: str
+    rejected: str
+
+
+def build_pairs(
+    groups: Iterable[tuple[str, Sequence[str], Sequence[bool]]],
+    *,
+    max_pairs_per_prompt: int = 4,
+    seed: int = 0,
+) -> list[Pair]:
+    """(prompt, responses, passed) groups -> up to ``max_pairs_per_prompt`` pairs per prompt.
+
+    Duplicate responses count once. Correct and wrong responses are shuffled (seeded) and paired
+    round-robin, so every distinct response is used before any is reused. A prompt whose samples
+    are all correct or all wrong gives no pair.
+    """
+    rng = random.Random(seed)
+    pairs: list[Pair] = []
+    for prompt, responses, passed in groups:
+        good = list(dict.fromkeys(r for r, p in zip(responses, passed) if p))
+        bad = list(dict.fromkeys(r for r, p in zip(responses, passed) if not p))
+        if not good or not bad:
+            continue
+        rng.shuffle(good)
+        rng.shuffle(bad)
+        n = min(max_pairs_per_prompt, max(len(good), len(bad)))
+        for k in range(n):
+            pairs.append(Pair(prompt, good[k % len(good)], bad[k % len(bad)]))
+    return pairs
 
 
 @dataclass(frozen=True)
@@ -99,64 +152,46 @@ def reference_logprobs(ref, tok, pairs: list[Pair], cfg: DPOConfig, ledger: Ledg
 
 
 def train_dpo(model, tok, pairs: list[Pair], cfg: DPOConfig, *, ledger: Ledger,
-              stage: str = "train", seed: int = 0, on_log=None) -> list[dict]:
+              stage: str = "train", seed: int = 0, engine_cfg: EngineConfig = ONE_PROCESS,
+              on_log=None) -> list[dict]:
     """Train ``model`` in place on ``pairs``; pi_ref = ``model`` as it is on entry."""
     torch.manual_seed(seed)
     ref_lp = reference_logprobs(model, tok, pairs, cfg, ledger, stage)
-    engine = make_engine(model, cfg.optim)
-    model.train()
-    total = math.ceil(cfg.epochs * len(pairs) / cfg.batch_size)
-    history: list[dict] = []
-    window: list[tuple[float, float]] = []
-    step, epoch, t0 = 0, 0, time.perf_counter()
-    while step < total and not ledger.exhausted():
-        order = list(range(len(pairs)))
-        random.Random(seed + epoch).shuffle(order)
-        for s in range(0, len(order), cfg.batch_size):
-            if step >= total or ledger.exhausted():
-                break
-            idx = order[s : s + cfg.batch_size]
-            b = _encode(tok, [pairs[i] for i in idx], cfg.max_length)
-            lp = sequence_logprobs(model, b)
-            r = ref_lp[idx]
-            out = dpo_loss(lp[: len(idx)], lp[len(idx) :], r[:, 0], r[:, 1],
-                           beta=cfg.beta, label_smoothing=cfg.label_smoothing)
-            engine.step(out.loss)
-            ledger.add_train(stage, b.n_tokens)
-            step += 1
-            window.append((float(out.loss.detach()), out.accuracy))
-            if step % 20 == 0 or step == total:
-                row = {"step": step, "epochs": round(step * cfg.batch_size / len(pairs), 3),
-                       "loss": sum(x for x, _ in window) / len(window),
-                       "pair_acc": sum(a for _, a in window) / len(window),
-                       "flops": ledger.total_flops,
-                       "seconds": round(time.perf_counter() - t0, 2)}
-                history.append(row)
-                window.clear()
-                if on_log:
-                    on_log(row)
-        epoch += 1
-    model.eval()
-    return history
+    engine = make_engine(model, cfg.optim, engine_cfg)
+
+    def loss_fn(idx: list[int]) -> LossOut:
+        b = _encode(tok, [pairs[i] for i in idx], cfg.max_length).to(model.device)
+        lp = sequence_logprobs(model, b)
+        r = ref_lp[idx].to(lp.device)
+        out = dpo_loss(lp[: len(idx)], lp[len(idx) :], r[:, 0], r[:, 1],
+                       beta=cfg.beta, label_smoothing=cfg.label_smoothing)
+        return LossOut(out.loss, len(idx), b.n_tokens, {"pair_acc": out.accuracy})
+
+    total = steps_for(cfg.epochs, len(pairs), cfg.batch_size, whole_batches=False)
+    stats = train_loop(
+        engine, lambda epoch: shuffled_batches(len(pairs), cfg.batch_size, seed + epoch),
+        loss_fn, total_steps=total, ledger=ledger, stage=stage,
+        on_log=lambda st: on_log and on_log(st.history[-1]),
+    )
+    return stats.history
 
 
 @register_method(
-    "dpo", config=DPOConfig, presets=PRESETS, default_preset=arith_toy,
+    "dpo", config=DPOConfig, presets=PRESETS,
     help="DPO: offline, (correct, wrong) pairs from the same rollouts, beta configurable",
 )
 def run_dpo(ctx: Any, cfg: DPOConfig) -> MethodOutput:
-    groups = rollout_stage(ctx, cfg)
+    groups, prompts = rollout_stage(ctx, cfg)
     out_dir = ctx.run_dir / "policy"
-    cfg = dataclasses.replace(cfg, optim=with_run_optim(ctx, cfg.optim))
 
     def work() -> dict:
-        pairs = build_pairs(as_groups(groups), max_pairs_per_prompt=cfg.max_pairs_per_prompt,
-                            seed=ctx.opts.seed)
+        pairs = build_pairs(as_groups(groups, prompts),
+                            max_pairs_per_prompt=cfg.max_pairs_per_prompt, seed=ctx.opts.seed)
         model, tok = load_policy(ctx.opts.model)
         history: list[dict] = []
         if pairs:
             history = train_dpo(model, tok, pairs, cfg, ledger=ctx.ledger, stage="train",
-                                seed=ctx.opts.seed,
+                                seed=ctx.opts.seed, engine_cfg=ctx.engine_cfg,
                                 on_log=lambda r: ctx.log(f"dpo step {r['step']}: loss "
                                                          f"{r['loss']:.4f}, pair acc "
                                                          f"{r['pair_acc']:.3f}"))

@@ -11,37 +11,38 @@ Compute ledger (stage ``train``): sampling and old/ref log-prob passes as infere
 updates as training. The loop stops at ``max_steps`` or when the ledger reaches the budget.
 
 Not covered: dynamic sampling / filtering of all-correct groups, entropy bonus, process rewards,
-several processes; this is the paper's GRPO baseline, not ByteDance's DAPO variant of it.
+several ranks; this is the paper's GRPO baseline, not ByteDance's DAPO variant of it.
 """
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from dapo_bench.generation.base import SamplingParams
 from dapo_bench.ledger import Ledger
 from dapo_bench.methods.base import MethodOutput, register_method
-from dapo_bench.methods.baseline_run import arith_toy, run_online
-from dapo_bench.training.baseline_common import (
+from dapo_bench.methods.online import run_online
+from dapo_bench.training.batches import token_logprobs
+from dapo_bench.training.engine import ONE_PROCESS, EngineConfig, OptimConfig, make_engine
+from dapo_bench.training.loop import LossOut
+from dapo_bench.training.online import (
     OnlinePolicy,
-    Score,
+    RolloutBatch,
     chunked_logprobs,
     frozen_copy,
-    minibatches,
-    sample_step,
-    shuffled_cycle,
+    online_loop,
+    sampling_params,
     slice_rows,
-    step_log,
+    update_passes,
 )
-from dapo_bench.training.common import OptimConfig, make_engine, token_logprobs
 from dapo_bench.training.policy_gradient import (
     AdvantageInputs,
+    agg_weight,
     clipped_policy_loss,
     compute_advantages,
     outcome_token_rewards,
 )
+from dapo_bench.training.rollouts import Score
 
 
 @dataclass(frozen=True)
@@ -85,11 +86,6 @@ PRESETS: dict[str, dict] = {
 }
 
 
-def sampling_params(cfg: Any, n: int, seed: int) -> SamplingParams:
-    return SamplingParams(n=n, temperature=cfg.temperature, top_p=cfg.top_p,
-                          max_new_tokens=cfg.max_new_tokens, seed=seed)
-
-
 def train_grpo(
     policy: OnlinePolicy,
     problems: list,
@@ -99,74 +95,52 @@ def train_grpo(
     score: Score,
     stage: str = "train",
     seed: int = 0,
+    engine_cfg: EngineConfig = ONE_PROCESS,
     on_log=None,
 ) -> list[dict]:
     """Train ``policy.model`` in place, sampling from its current weights; per-step logs."""
     model = policy.model
     ref = frozen_copy(model)
-    engine = make_engine(model, cfg.optim)
-    stream = shuffled_cycle(problems, seed)
-    history: list[dict] = []
-    t0 = time.perf_counter()
-    for step in range(cfg.max_steps):
-        if ledger.exhausted():
-            break
-        rb = sample_step(policy, stream, cfg.prompts_per_step, cfg.samples_per_prompt, score,
-                         sampling_params(cfg, cfg.samples_per_prompt, seed * 100003 + step),
-                         ledger=ledger, stage=stage, max_length=cfg.max_length)
+    engine = make_engine(model, cfg.optim, engine_cfg)
+
+    def update(rb: RolloutBatch, step: int) -> dict:
         mask = rb.batch.response_mask
-        rewards = outcome_token_rewards(rb.rewards, mask)
         adv, _ = compute_advantages("grpo", AdvantageInputs(
-            rewards, mask, group=rb.group, norm_by_std=cfg.norm_by_std))
+            outcome_token_rewards(rb.rewards, mask), mask, group=rb.group,
+            norm_by_std=cfg.norm_by_std))
         on_policy = cfg.ppo_epochs == 1 and len(rb.rewards) <= cfg.minibatch_size
         old = None if on_policy else chunked_logprobs(model, rb, ledger=ledger, stage=stage)
-        ref_lp = None
-        if cfg.kl_coef:
-            ref_lp = chunked_logprobs(ref, rb, ledger=ledger, stage=stage)
-        model.train()
-        stats = _update_actor(model, engine, rb, adv, (old, ref_lp), cfg, ledger,
-                              (stage, seed, step))
-        policy.mark_updated()
-        history.append(step_log(step, rb, ledger, t0, stats))
-        if on_log:
-            on_log(history[-1])
-    model.eval()
-    return history
+        ref_lp = chunked_logprobs(ref, rb, ledger=ledger, stage=stage) if cfg.kl_coef else None
 
-
-def _update_actor(model, engine, rb, adv, old_ref, cfg, ledger: Ledger, where) -> dict:
-    """``ppo_epochs`` passes of clipped-surrogate minibatch steps; mean stats of the steps."""
-    old, ref_lp = old_ref
-    stage, seed, step = where
-    mask = rb.batch.response_mask
-    sums = {"pg_loss": 0.0, "kl": 0.0, "clip_frac": 0.0}
-    k = 0
-    for epoch in range(cfg.ppo_epochs):
-        for idx in minibatches(mask.size(0), cfg.minibatch_size, seed + 7919 * step + epoch):
-            if ledger.exhausted():
-                break
+        def loss_fn(idx: list[int]) -> LossOut:
             mb = rb.rows(idx)
             logp = token_logprobs(model, mb)
-            old_mb = logp.detach() if old is None else slice_rows(old, idx)
             out = clipped_policy_loss(
-                logp, old_mb, slice_rows(adv, idx), mb.response_mask,
-                clip_low=cfg.clip_low, clip_high=cfg.clip_high, agg=cfg.loss_agg,
+                logp, logp.detach() if old is None else slice_rows(old, idx),
+                slice_rows(adv, idx), mb.response_mask, clip_low=cfg.clip_low,
+                clip_high=cfg.clip_high, agg=cfg.loss_agg,
                 ref_logp=None if ref_lp is None else slice_rows(ref_lp, idx),
                 kl_coef=cfg.kl_coef, kl_kind=cfg.kl_kind,
             )
-            engine.step(out.loss)
-            ledger.add_train(stage, mb.n_tokens)
-            sums["pg_loss"] += out.pg_loss
-            sums["kl"] += out.kl
-            sums["clip_frac"] += out.clip_frac
-            k += 1
-    return {key: v / max(k, 1) for key, v in sums.items()}
+            return LossOut(out.loss, agg_weight(mb.response_mask, cfg.loss_agg), mb.n_tokens,
+                           {"pg_loss": out.pg_loss, "kl": out.kl, "clip_frac": out.clip_frac})
+
+        means = update_passes(engine, rb, loss_fn, cfg, ledger=ledger, stage=stage, seed=seed,
+                              step=step)
+        return {k: means.get(k, 0.0) for k in ("pg_loss", "kl", "clip_frac")}
+
+    return online_loop(
+        policy, problems, n_prompts=cfg.prompts_per_step, n_samples=cfg.samples_per_prompt,
+        params=lambda step: sampling_params(cfg, cfg.samples_per_prompt, seed * 100003 + step),
+        update=update, max_steps=cfg.max_steps, max_length=cfg.max_length, score=score,
+        ledger=ledger, stage=stage, seed=seed, on_log=on_log,
+    )
 
 
 @register_method(
-    "grpo", config=GRPOConfig, presets=PRESETS, default_preset=arith_toy,
+    "grpo", config=GRPOConfig, presets=PRESETS,
     help="GRPO: online, G samples per prompt, group-normalised advantages, clipped ratio, "
     "KL to pi_ref",
 )
 def run_grpo(ctx: Any, cfg: GRPOConfig) -> MethodOutput:
-    return run_online(ctx, cfg, train_grpo, cfg.max_steps)
+    return run_online(ctx, cfg, train_grpo)

@@ -4,7 +4,7 @@ Each step samples one response for each of ``rollout_batch`` prompts from the cu
 and scores it with the verifier (reward on the last token). The reward is shaped per token by
 ``-kl_coef * (log pi - log pi_ref)`` (``kl_mode="reward"``, the InstructGPT/OpenRLHF choice) or
 the KL goes into the actor loss (``kl_mode="loss"``). A critic (the policy's transformer body,
-copied, plus a zero-initialised linear head; ``training.critic.ValueModel``) gives V(s_t) for the
+copied, plus a zero-initialised linear head; ``training.value.ValueModel``) gives V(s_t) for the
 state before each response token; advantages are GAE (gamma 1, lambda 0.95), whitened over the
 batch. The actor minimises the clipped surrogate; the critic the clipped value loss against the
 GAE returns; both for ``ppo_epochs`` passes of minibatches. pi_ref is the starting policy, frozen.
@@ -20,7 +20,6 @@ models (the reward is the verifier's), entropy bonus, adaptive KL control.
 from __future__ import annotations
 
 import copy
-import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,24 +27,23 @@ import torch
 
 from dapo_bench.ledger import Ledger
 from dapo_bench.methods.base import MethodOutput, register_method
-from dapo_bench.methods.baseline_run import arith_toy, run_online
-from dapo_bench.methods.grpo import sampling_params
-from dapo_bench.training.baseline_common import (
+from dapo_bench.methods.online import run_online
+from dapo_bench.training.batches import PairBatch, token_logprobs
+from dapo_bench.training.engine import ONE_PROCESS, EngineConfig, OptimConfig, make_engine
+from dapo_bench.training.loop import LossOut
+from dapo_bench.training.online import (
     OnlinePolicy,
     RolloutBatch,
-    Score,
     chunked_logprobs,
     frozen_copy,
-    minibatches,
-    sample_step,
-    shuffled_cycle,
+    online_loop,
+    sampling_params,
     slice_rows,
-    step_log,
+    update_passes,
 )
-from dapo_bench.training.common import OptimConfig, PairBatch, make_engine, token_logprobs
-from dapo_bench.training.critic import ValueModel
 from dapo_bench.training.policy_gradient import (
     AdvantageInputs,
+    agg_weight,
     clipped_policy_loss,
     clipped_value_loss,
     compute_advantages,
@@ -53,6 +51,8 @@ from dapo_bench.training.policy_gradient import (
     outcome_token_rewards,
     shaped_rewards,
 )
+from dapo_bench.training.rollouts import Score
+from dapo_bench.training.value import ValueModel
 
 
 @dataclass(frozen=True)
@@ -101,8 +101,7 @@ PRESETS: dict[str, dict] = {
 def token_values(critic: ValueModel, batch: PairBatch) -> torch.Tensor:
     """[B, L] values aligned with ``token_logprobs``: column i = V(state before token i), i.e.
     the head applied to the hidden state of token i - 1; 0 outside the response."""
-    hidden = critic.backbone(input_ids=batch.input_ids, attention_mask=batch.attention_mask)[0]
-    v = critic.head(hidden.float()).squeeze(-1)
+    v = critic.hidden_values(batch.input_ids, batch.attention_mask)
     out = torch.zeros_like(v)
     out[:, 1:] = v[:, :-1]
     return out * batch.response_mask
@@ -117,23 +116,18 @@ def train_ppo(
     score: Score,
     stage: str = "train",
     seed: int = 0,
+    engine_cfg: EngineConfig = ONE_PROCESS,
     on_log=None,
 ) -> list[dict]:
     """Train ``policy.model`` in place and a critic beside it; returns per-step logs."""
     model = policy.model
     ref = frozen_copy(model)
     critic = ValueModel.from_causal_lm(copy.deepcopy(model))
-    actor_engine = make_engine(model, cfg.optim)
-    critic_engine = make_engine(critic, OptimConfig(**{**cfg.optim.__dict__, "lr": cfg.critic_lr}))
-    stream = shuffled_cycle(problems, seed)
-    history: list[dict] = []
-    t0 = time.perf_counter()
-    for step in range(cfg.max_steps):
-        if ledger.exhausted():
-            break
-        rb = sample_step(policy, stream, cfg.rollout_batch, 1, score,
-                         sampling_params(cfg, 1, seed * 100003 + step),
-                         ledger=ledger, stage=stage, max_length=cfg.max_length)
+    engines = {"actor": make_engine(model, cfg.optim, engine_cfg),
+               "critic": make_engine(critic, OptimConfig(**{**cfg.optim.__dict__,
+                                                            "lr": cfg.critic_lr}), engine_cfg)}
+
+    def update(rb: RolloutBatch, step: int) -> dict:
         mask = rb.batch.response_mask
         old = chunked_logprobs(model, rb, ledger=ledger, stage=stage)
         ref_lp = chunked_logprobs(ref, rb, ledger=ledger, stage=stage) if cfg.kl_coef else old
@@ -148,57 +142,43 @@ def train_ppo(
             rewards, mask, values=old_v, gamma=cfg.gamma, lam=cfg.lam))
         if cfg.whiten:
             adv = masked_whiten(adv, mask)
-        model.train()
-        critic.train()
-        stats = _update(model, critic, actor_engine, critic_engine, rb,
-                        (adv, returns, old, old_v, ref_lp), cfg, ledger, (stage, seed, step))
-        policy.mark_updated()
-        history.append(step_log(step, rb, ledger, t0, stats))
-        if on_log:
-            on_log(history[-1])
-    model.eval()
-    return history
 
-
-def _update(model, critic, actor_engine, critic_engine, rb: RolloutBatch, tensors, cfg,
-            ledger: Ledger, where) -> dict:
-    adv, returns, old, old_v, ref_lp = tensors
-    stage, seed, step = where
-    sums = {"pg_loss": 0.0, "kl": 0.0, "clip_frac": 0.0, "value_loss": 0.0}
-    k = 0
-    n = rb.batch.input_ids.size(0)
-    for epoch in range(cfg.ppo_epochs):
-        for idx in minibatches(n, cfg.minibatch_size, seed + 7919 * step + epoch):
-            if ledger.exhausted():
-                break
+        def loss_fn(idx: list[int]) -> LossOut:
             mb = rb.rows(idx)
             m = mb.response_mask
+            in_loss = cfg.kl_mode == "loss"
             out = clipped_policy_loss(
                 token_logprobs(model, mb), slice_rows(old, idx), slice_rows(adv, idx), m,
                 clip_low=cfg.clip, clip_high=cfg.clip, agg=cfg.loss_agg,
-                ref_logp=slice_rows(ref_lp, idx) if cfg.kl_mode == "loss" else None,
-                kl_coef=cfg.kl_coef if cfg.kl_mode == "loss" else 0.0, kl_kind=cfg.kl_kind,
+                ref_logp=slice_rows(ref_lp, idx) if in_loss else None,
+                kl_coef=cfg.kl_coef if in_loss else 0.0, kl_kind=cfg.kl_kind,
             )
-            actor_engine.step(out.loss)
-            ledger.add_train(stage, mb.n_tokens)
             vloss = clipped_value_loss(
                 token_values(critic, mb), slice_rows(old_v, idx), slice_rows(returns, idx), m,
                 clip=cfg.value_clip, agg=cfg.loss_agg,
             )
-            critic_engine.step(vloss)
-            ledger.add_train(stage, mb.n_tokens)
-            sums["pg_loss"] += out.pg_loss
-            sums["kl"] += out.kl
-            sums["clip_frac"] += out.clip_frac
-            sums["value_loss"] += float(vloss.detach())
-            k += 1
-    return {key: v / max(k, 1) for key, v in sums.items()}
+            # both updates process the minibatch: the actor's and the critic's tokens
+            return LossOut({"actor": out.loss, "critic": vloss}, agg_weight(m, cfg.loss_agg),
+                           2 * mb.n_tokens, {"pg_loss": out.pg_loss, "kl": out.kl,
+                                             "clip_frac": out.clip_frac,
+                                             "value_loss": float(vloss.detach())})
+
+        means = update_passes(engines, rb, loss_fn, cfg, ledger=ledger, stage=stage, seed=seed,
+                              step=step)
+        return {k: means.get(k, 0.0) for k in ("pg_loss", "kl", "clip_frac", "value_loss")}
+
+    return online_loop(
+        policy, problems, n_prompts=cfg.rollout_batch, n_samples=1,
+        params=lambda step: sampling_params(cfg, 1, seed * 100003 + step), update=update,
+        max_steps=cfg.max_steps, max_length=cfg.max_length, score=score, ledger=ledger,
+        stage=stage, seed=seed, on_log=on_log,
+    )
 
 
 @register_method(
-    "ppo", config=PPOConfig, presets=PRESETS, default_preset=arith_toy,
+    "ppo", config=PPOConfig, presets=PRESETS,
     help="PPO: online, critic trained alongside, GAE (gamma 1, lambda 0.95), clipped ratio, "
     "KL to pi_ref",
 )
 def run_ppo(ctx: Any, cfg: PPOConfig) -> MethodOutput:
-    return run_online(ctx, cfg, train_ppo, cfg.max_steps)
+    return run_online(ctx, cfg, train_ppo)

@@ -5,9 +5,10 @@
 - :func:`run_control` gives the REFERENCE policy the same FLOPs as the method's training (plain
   SFT on the training problems' gold solutions, ``dapo_bench.training.sft``) and saves it as
   ``<run>/control``: a gain that this control matches is not to the method's credit.
-- :func:`build_results` writes the run's ``results.json``: the final policy's task metrics, the
-  ledger, config, history, iterations, per-stage wall times, and for each eval task the
-  reference / control / final accuracies with paired-bootstrap gains (``comparison``).
+- :func:`train_results` writes the run's ``results.json`` (through ``results.build_results``, the
+  builder eval uses too): the final policy's task metrics, the ledger, config, history,
+  iterations, per-stage wall times, and for each eval task the reference / control / final
+  accuracies with paired-bootstrap gains (``comparison``).
 
 Not covered: sampled (n > 1) evaluation of training runs; controls other than SFT.
 """
@@ -15,14 +16,14 @@ Not covered: sampled (n > 1) evaluation of training runs; controls other than SF
 from __future__ import annotations
 
 import time
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from dapo_bench import dist
 from dapo_bench.errors import UserError
 from dapo_bench.io import read_json
 from dapo_bench.ledger import Ledger
-from dapo_bench.results import SCHEMA_VERSION, write_results
+from dapo_bench.results import build_results, now_utc, write_results
 
 
 def eval_policy(ctx: Any, model_dir: str, label: str) -> dict:
@@ -34,7 +35,7 @@ def eval_policy(ctx: Any, model_dir: str, label: str) -> dict:
     def work() -> dict:
         res = evaluate(
             ctx.generator(model_dir), list(ctx.opts.eval_tasks), run_dir=out_dir,
-            limit=ctx.opts.eval_limit, max_new_tokens=ctx.opts.eval_max_new_tokens or None,
+            limit=ctx.opts.eval_limit, max_new_tokens=ctx.opts.eval_max_new_tokens,
             quiet=ctx.opts.quiet, method=label, data_dir=ctx.opts.data_dir,
             seed=ctx.opts.seed, chunk=ctx.opts.gen_batch_size,
         )
@@ -63,17 +64,17 @@ def run_control(ctx: Any, ref_dir: str, flops: float) -> str:
     out = ctx.run_dir / "control"
 
     def work() -> dict:
-        from dapo_bench.training.common import load_policy, save_policy
+        from dapo_bench.models import load_policy, save_policy
+        from dapo_bench.training.engine import OptimConfig
         from dapo_bench.training.sft import SFTConfig, train_sft
 
         pairs = train_problem_solutions(ctx)
         model, tok = load_policy(ref_dir)
         led = Ledger(n_params=ctx.ledger.n_params, budget_flops=flops)
-        optim = ctx.optim_base().__class__(**{**ctx.optim_base().__dict__,
-                                              "lr": ctx.opts.control_lr})
         cfg = SFTConfig(epochs=1000.0, batch_size=ctx.opts.control_batch_size,
-                        seed=ctx.opts.seed, optim=optim)
-        stats = train_sft(model, tok, pairs, cfg, ledger=led, stage="control")
+                        seed=ctx.opts.seed, optim=OptimConfig(lr=ctx.opts.control_lr))
+        stats = train_sft(model, tok, pairs, cfg, ledger=led, stage="control",
+                          engine_cfg=ctx.engine_cfg)
         save_policy(model, tok, out)
         return {"flops": led.total_flops, "target_flops": flops, "steps": stats.steps,
                 "epochs": stats.epochs, "loss": stats.loss, "n_pairs": len(pairs)}
@@ -91,10 +92,11 @@ def _compare(ctx: Any, label_a: str, label_b: str) -> dict:
             for t in ctx.opts.eval_tasks}
 
 
-def build_results(ctx: Any, spec: Any, cfg: Any, saved: dict, out: Any, t0: float) -> dict:
+def train_results(ctx: Any, spec: Any, saved: dict, out: Any, t0: float) -> dict:
     """Evaluate reference, final policy and control; write and return ``results.json``."""
-    from dapo_bench.provenance import git_commit, hash_path, package_versions
+    from dapo_bench.provenance import hash_path
 
+    started = now_utc()
     train_flops = ctx.ledger.total_flops
     ref = ctx.opts.model
     evals = {"reference": eval_policy(ctx, ref, "reference"),
@@ -108,37 +110,22 @@ def build_results(ctx: Any, spec: Any, cfg: Any, saved: dict, out: Any, t0: floa
         comparison["final_vs_control"] = _compare(ctx, "control", "final")
         control_info = read_json(ctx.run_dir / "stages" / "control.sft.json")["info"]
     final_res = read_json(ctx.run_dir / "eval" / "final" / "results.json")
-    results = {
-        "schema_version": SCHEMA_VERSION,
-        "run_id": ctx.run_dir.name,
-        "kind": "train",
-        "method": spec.name,
-        "model": {"path": str(out.model_dir), "hash": hash_path(out.model_dir),
-                  "n_params": ctx.ledger.n_params, "name": Path(out.model_dir).name,
-                  "reference": str(ref), "reference_hash": _hash_or_none(ref)},
-        "backend": ctx.opts.backend,
-        "seed": ctx.opts.seed,
-        "sampling": final_res.get("sampling"),
-        "tasks": final_res["tasks"],
-        "ledger": ctx.ledger.to_dict(),
-        "config": saved,
-        "history": out.history,
-        "iterations": out.iterations,
-        **out.extra,
-        "evals": evals,
-        "comparison": comparison,
-        "control": control_info,
-        "stage_seconds": {k: round(v, 2) for k, v in ctx.stage_seconds.items()},
-        "provenance": {"git_commit": git_commit(), "packages": package_versions(),
-                       "started_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                       "wall_seconds": round(time.perf_counter() - t0, 2),
-                       # the whole run's time over all its processes (a resumed run's skipped
-                       # stages count the seconds they took when they ran)
-                       "run_seconds": round(sum(ctx.stage_seconds.values()), 2)},
-    }
-    from dapo_bench.training.dist import is_main
-
-    if is_main():
+    results = build_results(
+        run_id=ctx.run_dir.name, kind="train", method=spec.name,
+        model={"path": str(out.model_dir), "hash": hash_path(out.model_dir),
+               "n_params": ctx.ledger.n_params, "name": Path(out.model_dir).name,
+               "reference": str(ref), "reference_hash": _hash_or_none(ref)},
+        backend=ctx.opts.backend, seed=ctx.opts.seed, sampling=final_res.get("sampling"),
+        tasks=final_res["tasks"], config=saved, started_at=started,
+        wall_seconds=time.perf_counter() - t0, ledger=ctx.ledger.to_dict(),
+        # the whole run's time over all its processes (a resumed run's skipped stages count
+        # the seconds they took when they ran)
+        run_seconds=sum(ctx.stage_seconds.values()),
+        history=out.history, iterations=out.iterations, **out.extra, evals=evals,
+        comparison=comparison, control=control_info,
+        stage_seconds={k: round(v, 2) for k, v in ctx.stage_seconds.items()},
+    )
+    if dist.is_main():
         write_results(ctx.run_dir, results)
     return results
 

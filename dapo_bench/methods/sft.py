@@ -14,9 +14,9 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from dapo_bench.methods.base import MethodOutput, register_method
-from dapo_bench.methods.baseline_run import arith_toy, train_stage, with_run_optim
-from dapo_bench.training.common import load_policy, save_policy
+from dapo_bench.methods.base import MethodOutput, register_method, train_stage
+from dapo_bench.models import load_policy, save_policy
+from dapo_bench.training.loop import steps_for
 from dapo_bench.training.sft import SFTConfig, train_sft
 
 PRESETS: dict[str, dict] = {
@@ -28,22 +28,22 @@ PRESETS: dict[str, dict] = {
 
 
 @register_method(
-    "sft", config=SFTConfig, presets=PRESETS, default_preset=arith_toy,
+    "sft", config=SFTConfig, presets=PRESETS,
     help="SFT: fine-tune on the task's reference solutions",
 )
 def run_sft(ctx: Any, cfg: SFTConfig) -> MethodOutput:
     from dapo_bench.methods.report import train_problem_solutions
 
     out_dir = ctx.run_dir / "policy"
-    cfg = dataclasses.replace(cfg, seed=ctx.opts.seed, optim=with_run_optim(ctx, cfg.optim))
+    cfg = dataclasses.replace(cfg, seed=ctx.opts.seed)
 
     def work() -> dict:
         pairs = train_problem_solutions(ctx)
         model, tok = load_policy(ctx.opts.model)
-        with ctx.progress("sft steps", max(1, int(cfg.epochs * len(pairs) / cfg.batch_size))) \
-                as advance:
+        steps = steps_for(cfg.epochs, len(pairs), cfg.batch_size)
+        with ctx.progress("sft", steps, unit="steps") as advance:
             stats = train_sft(model, tok, pairs, cfg, ledger=ctx.ledger, stage="train",
-                              on_log=lambda s: advance(cfg.log_every))
+                              engine_cfg=ctx.engine_cfg, on_log=lambda s: advance(cfg.log_every))
         save_policy(model, tok, out_dir)
         return {"pairs": len(pairs), "steps": stats.steps, "epochs": stats.epochs,
                 "stopped": stats.stopped, "history": stats.history}

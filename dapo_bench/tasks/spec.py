@@ -77,6 +77,18 @@ class VerifierSpec:
 
 
 @dataclass(frozen=True)
+class TrainSpec:
+    """How ``dapo-bench train --task NAME`` uses the task: ``split`` trains (None: the
+    source's ``train``/``rl_train`` split when it has one); ``eval_tasks`` the trained policy is
+    evaluated on (empty: the task itself); ``preset`` the method preset used when neither
+    ``--preset`` nor ``--model`` is given (the preset tuned for ``default_model``)."""
+
+    split: str | None = None
+    eval_tasks: tuple[str, ...] = ()
+    preset: str = "default"
+
+
+@dataclass(frozen=True)
 class TaskSpec:
     name: str
     version: str
@@ -91,6 +103,11 @@ class TaskSpec:
     metrics: tuple[str, ...] = ("acc", "pass@k", "maj@k")
     max_new_tokens: int = 1024
     stop: tuple[str, ...] = ()
+    # the model used when --model is not given ("module:function" returning a path); None:
+    # --model is required. threads: CPU torch threads that suit that model (None: the CLI's)
+    default_model: str | None = None
+    threads: int | None = None
+    train: TrainSpec = TrainSpec()
     spec_path: str = ""
     hash: str = ""
 
@@ -102,16 +119,30 @@ class TaskSpec:
         return f"[chat] system: {p.system!r} | user: {p.user!r}"
 
 
+def resolve_ref(ref: str, where: str, what: str) -> Any:
+    """The object a ``"module:NAME"`` reference names (UserError naming ``where`` if none)."""
+    mod, sep, attr = ref.partition(":")
+    if not sep:
+        raise UserError(f"{where}: {what} {ref!r}: expected 'module:NAME'")
+    try:
+        return getattr(importlib.import_module(mod), attr)
+    except (ImportError, AttributeError) as e:
+        raise UserError(f"{where}: {what} {ref!r}: {e}") from None
+
+
+def default_model(spec: TaskSpec) -> str | None:
+    """The path of the spec's default model (``default_model`` called), or None."""
+    if spec.default_model is None:
+        return None
+    return str(resolve_ref(spec.default_model, spec.spec_path, "default_model")())
+
+
 def resolve_template(p: Prompt, where: str) -> str:
     if p.template is not None:
         return p.template
     if not p.template_ref or ":" not in p.template_ref:
         raise UserError(f"{where}: prompt.style raw needs prompt.template or template_ref 'm:NAME'")
-    mod, _, attr = p.template_ref.partition(":")
-    try:
-        value = getattr(importlib.import_module(mod), attr)
-    except (ImportError, AttributeError) as e:
-        raise UserError(f"{where}: prompt.template_ref {p.template_ref!r}: {e}") from None
+    value = resolve_ref(p.template_ref, where, "prompt.template_ref")
     if not isinstance(value, str):
         raise UserError(f"{where}: prompt.template_ref {p.template_ref!r} is not a string")
     return value

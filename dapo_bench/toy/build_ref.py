@@ -27,10 +27,11 @@ from dapo_bench.arith import PROMPT_TEMPLATE, is_correct, make_split
 from dapo_bench.generation.base import SamplingParams
 from dapo_bench.generation.hf import HFGenerator
 from dapo_bench.io import atomic_write_json, read_json
+from dapo_bench.models import count_params, load_policy, save_policy
 from dapo_bench.provenance import package_versions
 from dapo_bench.toy.model import tiny_llama
 from dapo_bench.toy.tokenizer import build_char_tokenizer
-from dapo_bench.training.common import OptimConfig, count_params, load_policy, save_policy
+from dapo_bench.training.engine import OptimConfig
 from dapo_bench.training.sft import SFTConfig, train_sft
 
 MAX_NEW_TOKENS = 96

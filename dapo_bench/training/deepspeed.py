@@ -1,9 +1,10 @@
 """The ``deepspeed`` training engine: ZeRO stages 0-3 through ``deepspeed.initialize``.
 
-``make_engine(model, OptimConfig(deepspeed="zero2", ...))`` returns a :class:`DeepSpeedEngine`
+``make_engine(model, optim, EngineConfig(deepspeed="zero2"))`` returns a :class:`DeepSpeedEngine`
 with the same interface as the plain torch engine (``.module``, ``.step(loss) -> grad norm``,
 ``.set_lr``, ``.save``), so every trainer runs on it unchanged. The DeepSpeed config is
-generated from :class:`~dapo_bench.training.common.OptimConfig` by :func:`ds_config`:
+generated from the optimiser's :class:`~dapo_bench.training.engine.OptimConfig` and the
+run's :class:`~dapo_bench.training.engine.EngineConfig` by :func:`ds_config`:
 
 - ``zero_optimization.stage`` 0-3; ``offload`` moves optimizer state to CPU (and, at stage 3,
   the parameters too); ``bf16`` turns on DeepSpeed bf16 mixed precision (fp32 master weights);
@@ -20,9 +21,8 @@ WORLD_SIZE, LOCAL_RANK, MASTER_ADDR and MASTER_PORT are used as they are; in a p
 port. Saving writes only on rank 0 (after a barrier); at stage 3 the partitioned weights are
 gathered first, so the saved directory is a complete ``save_pretrained`` model.
 
-Several ranks: gradients are averaged across ranks; each rank steps on the batch its trainer
-gives it (``train_sft`` gives each rank its shard, ``dist.shard``; the other trainers give every
-rank the whole batch, which is exact but not faster). Not covered: pipeline/tensor
+Several ranks: gradients are averaged across ranks; each rank steps on its share of every
+global batch (``training.loop`` shards and weights it). Not covered: pipeline/tensor
 parallelism, fp16 loss scaling, DeepSpeed checkpoints of optimizer state (``save`` writes the
 model weights only). On a GPU, trainers that pass CPU batches still work (:func:`follow_inputs`
 moves inputs in and outputs back, a copy of the logits per call); device-aware trainers put
@@ -39,9 +39,10 @@ import socket
 from pathlib import Path
 from typing import Any
 
+from dapo_bench.dist import TIMEOUT, gathered
 from dapo_bench.errors import UserError
-from dapo_bench.training.common import ENGINES, OptimConfig, save_policy
-from dapo_bench.training.dist import TIMEOUT, gathered
+from dapo_bench.models import save_policy
+from dapo_bench.training.engine import ENGINES, EngineConfig, OptimConfig
 
 EXTRA_HINT = "pip install 'dapo-bench[deepspeed]'"
 _STAGES = {"zero0": 0, "zero1": 1, "zero2": 2, "zero3": 3}
@@ -65,11 +66,11 @@ def zero_stage(name: str) -> int:
         raise UserError(f"deepspeed: expected zero0|zero1|zero2|zero3, got {name!r}") from None
 
 
-def ds_config(cfg: OptimConfig, *, on_cpu: bool) -> dict[str, Any]:
+def ds_config(cfg: OptimConfig, engine: EngineConfig, *, on_cpu: bool) -> dict[str, Any]:
     """The DeepSpeed config (a plain dict, as ``deepspeed.initialize(config=...)`` takes)."""
-    stage = zero_stage(cfg.deepspeed)
+    stage = zero_stage(engine.deepspeed)
     zero: dict[str, Any] = {"stage": stage}
-    if cfg.offload:
+    if engine.offload:
         if stage == 0:
             raise UserError("deepspeed: offload needs ZeRO stage 1-3 (got zero0)")
         zero["offload_optimizer"] = {"device": "cpu", "pin_memory": not on_cpu}
@@ -89,12 +90,12 @@ def ds_config(cfg: OptimConfig, *, on_cpu: bool) -> dict[str, Any]:
         "gradient_accumulation_steps": 1,
         "gradient_clipping": cfg.grad_clip,
         "optimizer": {"type": "AdamW", "params": params},
-        "bf16": {"enabled": bool(cfg.bf16)},
+        "bf16": {"enabled": bool(engine.bf16)},
         "zero_optimization": zero,
         "steps_per_print": 10**9,
         "wall_clock_breakdown": False,
     }
-    if on_cpu and cfg.offload:
+    if on_cpu and engine.offload:
         config["zero_force_ds_cpu_optimizer"] = False
     override = os.environ.get("DAPO_BENCH_DS_CONFIG")
     if override:
@@ -220,7 +221,7 @@ def gather_on_save(module: Any) -> None:
 class DeepSpeedEngine:
     """A model wrapped by ``deepspeed.initialize``; the torch engine's interface."""
 
-    def __init__(self, model: Any, cfg: OptimConfig):
+    def __init__(self, model: Any, cfg: OptimConfig, engine: EngineConfig):
         deepspeed = import_deepspeed()
         from deepspeed.accelerator import get_accelerator
         from deepspeed.utils import logger as ds_logger
@@ -229,9 +230,10 @@ class DeepSpeedEngine:
 
         self.cfg = cfg
         self.on_cpu = get_accelerator().device_name() == "cpu"
-        if cfg.bf16 and self.on_cpu:
+        self.bf16 = engine.bf16
+        if engine.bf16 and self.on_cpu:
             raise UserError("deepspeed: bf16 is a GPU option; on the CPU accelerator use float32")
-        self.config = ds_config(cfg, on_cpu=self.on_cpu)
+        self.config = ds_config(cfg, engine, on_cpu=self.on_cpu)
         init_process_group(deepspeed, self.on_cpu)
         params = [p for p in model.parameters() if p.requires_grad]
         try:
@@ -265,7 +267,7 @@ class DeepSpeedEngine:
         """Backward (gradients averaged over ranks), clip, update; the pre-clip grad norm."""
         self.engine.backward(loss)
         pre_clip = None
-        if self.stage == 0 and not self.cfg.bf16:  # DeepSpeed clips fp32 stage 0 silently
+        if self.stage == 0 and not self.bf16:  # DeepSpeed clips fp32 stage 0 silently
             import torch
 
             grads = [p.grad for p in self.module.parameters() if p.grad is not None]

@@ -12,12 +12,13 @@ Three plug-points, each a registry of typed callables (in the manner of verl's `
   response's tokens, mean over responses), ``seq-mean-token-mean`` (mean over a response's
   tokens, then over responses: the original GRPO/PPO-for-LLM choice).
 
-Tensors are [B, L] and aligned with ``training.common.token_logprobs``: column i holds the value
+Tensors are [B, L] and aligned with ``training.batches.token_logprobs``: column i holds the value
 for token i; ``mask`` is 1 on response tokens (prompt and padding are 0, anywhere in the row).
 Token-level rewards hold the outcome reward on a response's last token and 0 elsewhere.
 
-Not covered: process (per-step) rewards for GRPO, entropy bonuses, dual-clip PPO, and any
-distributed reduction (one process holds the whole batch).
+Not covered: process (per-step) rewards for GRPO, entropy bonuses, dual-clip PPO. Several
+ranks: the training loop weights each rank's aggregated loss by its share (tokens for
+``token-mean``, responses otherwise), see :func:`agg_weight`.
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ KLFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 # (per-token loss [B, L], mask [B, L]) -> scalar
 AggFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 
-ADVANTAGE_ESTIMATORS: Registry[AdvantageFn] = Registry("advantage estimator")
+ADVANTAGE_ESTIMATORS: Registry[AdvantageFn] = Registry("policy-gradient advantage estimator")
 KL_ESTIMATORS: Registry[KLFn] = Registry("KL estimator")
 LOSS_AGGREGATIONS: Registry[AggFn] = Registry("loss aggregation")
 
@@ -73,6 +74,11 @@ def seq_mean_token_sum(loss: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
 def seq_mean_token_mean(loss: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     m = mask.to(loss.dtype)
     return ((loss * m).sum(dim=1) / m.sum(dim=1).clamp(min=1.0)).mean()
+
+
+def agg_weight(mask: torch.Tensor, mode: str) -> float:
+    """What an aggregation averages over: response tokens (token-mean) or responses (others)."""
+    return float(mask.sum()) if mode == "token-mean" else float(mask.size(0))
 
 
 def aggregate(loss: torch.Tensor, mask: torch.Tensor, mode: str) -> torch.Tensor:

@@ -1,17 +1,21 @@
-"""Sampling from a policy, step segmentation, and Monte Carlo value labels.
+"""The one rollout path: sample from a policy, score with the verifier, keep what was generated.
 
-Reusable by every method that samples from pi_ref and scores with a verifier (DAPO, RFT, DPO):
+Every method that samples (DAPO's rollouts and Monte Carlo labels, RFT and DPO's data, GRPO and
+PPO's online steps) goes through :func:`sample_groups`:
 
-- :func:`collect_rollouts` samples ``n`` responses per problem and scores them.
-- :func:`select_balanced` keeps ``n`` of them, balanced between correct and wrong.
-- :func:`split_steps` / :func:`make_states` cut a response at ``\\n`` into steps and prefix states.
-- :func:`mc_label_states` gives every state ``m`` completions and a label (fraction accepted).
+- a :class:`Request` says what to sample from (``context``: the rendered prompt, plus a
+  partial response for a Monte Carlo completion) and how a completion is scored (the verifier
+  sees ``scored_prefix + completion``, for the problem ``problem_id``);
+- requests go to the generator in fixed chunks; chunk ``k`` samples with seed ``params.seed +
+  k``, so a chunk's samples depend only on its index (a run killed part-way and rerun through
+  a :class:`ResumableLog` regenerates exactly the chunks it lacks and gets the same rows);
+- each request gives a :class:`Group` of ``n`` :class:`Rollout` records (text, the verifier's
+  :class:`~dapo_bench.verifiers.base.Verdict` and its reward, generated tokens and token ids,
+  log-probs where asked), and the chunk's prompt tokens for the compute ledger.
 
-Generation runs in fixed chunks of items; each chunk's sampling seed depends only on its index,
-so a stage killed part-way and rerun (through :class:`ResumableLog`) regenerates exactly the
-chunks it lacks and produces the same rows as an uninterrupted run. Completions of one state are
-requested as ``n`` samples of one prompt, so a backend that shares a prompt's KV cache across its
-samples (HF) or caches prefixes (vLLM) encodes each prefix once.
+Groups are written to and read from JSONL rows by :meth:`Group.to_row` / :func:`group_from_row`
+(one serialisation for every artifact). Also here: :func:`split_steps` / :func:`make_states`
+(a response cut at ``\\n`` into steps and prefix states) and :func:`select_balanced`.
 
 Not covered: multi-turn prompts, tool calls, rewards other than a verifier's pass/fail.
 """
@@ -19,15 +23,18 @@ Not covered: multi-turn prompts, tool calls, rewards other than a verifier's pas
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from dapo_bench.generation.base import Generator, SamplingParams
 from dapo_bench.io import JsonlAppender, iter_jsonl
+from dapo_bench.verifiers.base import Verdict
 
-# (response texts, their problem ids) -> one reward in [0, 1] per text, e.g. methods.data.Scorer
-Score = Callable[[list[str], list[str]], list[float]]
+# (texts to score, their problem ids) -> one Verdict per text (e.g. methods.data.Scorer), or a
+# float reward per text (a dense reward, e.g. in tests)
+Score = Callable[[list[str], list[str]], "list[Verdict] | list[float]"]
 
 
 @dataclass(frozen=True)
@@ -38,6 +45,188 @@ class TrainProblem:
     prompt: str
     gold: str
     solution: str | None = None
+
+
+@dataclass(frozen=True)
+class Request:
+    """What to sample from: ``context`` (prompt [+ partial response]); completions are scored
+    as ``scored_prefix + completion`` for problem ``problem_id``; ``key`` names the group."""
+
+    key: str
+    problem_id: str
+    context: str
+    scored_prefix: str = ""
+
+    @classmethod
+    def for_problem(cls, p: TrainProblem) -> Request:
+        return cls(p.id, p.id, p.prompt)
+
+
+@dataclass
+class Rollout:
+    """One sampled completion: what was generated, its reward and the verifier's verdict
+    (``reward`` is ``verdict.reward``, or a dense reward's value when there is no verdict)."""
+
+    text: str
+    reward: float
+    verdict: Verdict | None
+    n_tokens: int
+    finish_reason: str  # "stop" | "length"
+    token_ids: list[int] | None = None
+    logprobs: list[float] | None = None
+
+    @classmethod
+    def scored(cls, score: Verdict | float, **kw: Any) -> Rollout:
+        if isinstance(score, Verdict):
+            return cls(reward=score.reward, verdict=score, **kw)
+        return cls(reward=float(score), verdict=None, **kw)
+
+    @property
+    def passed(self) -> bool:
+        return self.verdict.passed if self.verdict is not None else self.reward > 0.5
+
+    @property
+    def stopped(self) -> bool:
+        return self.finish_reason == "stop"
+
+    def to_row(self) -> dict:
+        return {"text": self.text, "reward": self.reward, "n_tokens": self.n_tokens,
+                "finish_reason": self.finish_reason}
+
+
+@dataclass
+class Group:
+    """The ``n`` rollouts of one request, and the prompt tokens charged with them."""
+
+    key: str
+    problem_id: str
+    rollouts: list[Rollout]
+    prompt_tokens: int = 0  # a chunk's prompt tokens, carried by its first group
+    extra: dict[str, Any] = field(default_factory=dict)  # fields a stage keeps in the row
+
+    @property
+    def texts(self) -> list[str]:
+        return [r.text for r in self.rollouts]
+
+    @property
+    def rewards(self) -> list[float]:
+        return [r.reward for r in self.rollouts]
+
+    @property
+    def passed(self) -> list[bool]:
+        return [r.passed for r in self.rollouts]
+
+    @property
+    def tokens(self) -> int:
+        """Prompt + generated tokens (what the compute ledger charges as inference)."""
+        return self.prompt_tokens + sum(r.n_tokens for r in self.rollouts)
+
+    def to_row(self, list_field: str = "responses") -> dict:
+        return {"key": self.key, "problem_id": self.problem_id,
+                "prompt_tokens": self.prompt_tokens,
+                list_field: [r.to_row() for r in self.rollouts]}
+
+
+def group_from_row(row: dict, list_field: str = "responses") -> Group:
+    """The :class:`Group` of an artifact row (rewards kept, verdicts not)."""
+    rollouts = [Rollout(c["text"], float(c["reward"]), None, c["n_tokens"], c["finish_reason"])
+                for c in row[list_field]]
+    return Group(row["key"], row["problem_id"], rollouts, row.get("prompt_tokens", 0))
+
+
+# --------------------------------------------------------------------------- sampling
+def sample_chunk(generator: Generator, requests: Sequence[Request], n: int, score: Score,
+                 params: SamplingParams) -> list[Group]:
+    """One generate call and one score call: ``n`` scored rollouts per request."""
+    sp = SamplingParams(**{**params.__dict__, "n": n})
+    outs = generator.generate([r.context for r in requests], sp)
+    verdicts = iter(score([r.scored_prefix + c.text for r, cs in zip(requests, outs) for c in cs],
+                          [r.problem_id for r, cs in zip(requests, outs) for _ in cs]))
+    groups = []
+    for j, (req, comps) in enumerate(zip(requests, outs)):
+        rollouts = [Rollout.scored(next(verdicts), text=c.text, n_tokens=c.n_tokens,
+                                   finish_reason=c.finish_reason, token_ids=c.token_ids,
+                                   logprobs=c.logprobs) for c in comps]
+        # the chunk's prompt tokens, attributed to its first group (the ledger sums them)
+        groups.append(Group(req.key, req.problem_id, rollouts,
+                            generator.last_prompt_tokens if j == 0 else 0))
+    return groups
+
+
+def sample_groups(
+    generator: Generator,
+    requests: Sequence[Request],
+    n: int,
+    score: Score,
+    *,
+    params: SamplingParams,
+    chunk_size: int,
+    ledger: Any = None,
+    stage: str = "",
+    until: Callable[[], bool] | None = None,
+    progress: Callable[[int], None] | None = None,
+    log: ResumableLog | None = None,
+    to_row: Callable[[Request, Group], dict] | None = None,
+) -> list[Group]:
+    """``n`` scored rollouts per request, in chunks of ``chunk_size`` (seed of chunk k:
+    ``params.seed + k``); every group returned is charged to ``ledger`` under ``stage``.
+
+    ``until()`` returning True stops between chunks (a budget); the groups so far are returned.
+    With ``log`` finished chunks are read back from it and new ones appended as
+    ``to_row(request, group)`` (default ``group.to_row()``), so a rerun resumes.
+    """
+    out: list[Group] = []
+    for k, start in enumerate(range(0, len(requests), chunk_size)):
+        if until is not None and until():
+            break
+        chunk = list(requests[start : start + chunk_size])
+        if log is not None and all(r.key in log.done for r in chunk):
+            groups = [log.group(r.key) for r in chunk]
+        else:
+            sp = SamplingParams(**{**params.__dict__, "seed": params.seed + k})
+            groups = sample_chunk(generator, chunk, n, score, sp)
+            if log is not None:
+                for r, g in zip(chunk, groups):
+                    log.add(to_row(r, g) if to_row else g.to_row())
+        if ledger is not None:
+            ledger.add_inf(stage, sum(g.tokens for g in groups))
+        out.extend(groups)
+        if progress:
+            progress(len(chunk))
+    return out
+
+
+class ResumableLog:
+    """Append-only JSONL of group rows keyed by ``key``; knows which keys are already done.
+
+    A half-written last line (a kill during a write) is dropped on open.
+    """
+
+    def __init__(self, path: str | Path, list_field: str = "responses"):
+        self.path = Path(path)
+        self.list_field = list_field
+        self._app = JsonlAppender(self.path)  # repairs a cut tail first
+        self.done: dict[str, dict] = {}
+        if self.path.stat().st_size:
+            for row in iter_jsonl(self.path):
+                self.done[row["key"]] = row
+
+    def add(self, row: dict) -> None:
+        if row["key"] not in self.done:
+            self._app.write(row)
+            self.done[row["key"]] = row
+
+    def group(self, key: str) -> Group:
+        return group_from_row(self.done[key], self.list_field)
+
+    def close(self) -> None:
+        self._app.close()
+
+    def __enter__(self) -> ResumableLog:  # noqa: PYI034 (typing.Self needs 3.11)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 # --------------------------------------------------------------------------- steps and states
@@ -63,127 +252,6 @@ def make_states(prompt: str, response: str) -> list[dict]:
     ]
 
 
-# --------------------------------------------------------------------------- resumable chunks
-class ResumableLog:
-    """Append-only JSONL of rows keyed by ``key``; knows which keys are already done.
-
-    A half-written last line (a kill during a write) is dropped on open.
-    """
-
-    def __init__(self, path: str | Path, key: str = "key"):
-        self.path = Path(path)
-        self.key = key
-        self._app = JsonlAppender(self.path)  # repairs a cut tail first
-        self.done: dict[str, dict] = {}
-        if self.path.stat().st_size:
-            for row in iter_jsonl(self.path):
-                self.done[row[key]] = row
-
-    def add(self, row: dict) -> None:
-        if row[self.key] in self.done:
-            return
-        self._app.write(row)
-        self.done[row[self.key]] = row
-
-    def close(self) -> None:
-        self._app.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-
-def run_chunked(
-    items: Sequence[dict],
-    key: str,
-    chunk_size: int,
-    work: Callable[[list[dict], int], list[dict]],
-    log: ResumableLog,
-    progress: Callable[[int], None] | None = None,
-) -> list[dict]:
-    """Run ``work(chunk, chunk_index)`` over fixed chunks of ``items``, skipping finished ones.
-
-    ``work`` returns one row per item (same order, with ``key``). Rows are appended as chunks
-    finish; a chunk only partly logged before a kill is recomputed and its missing rows added.
-    Returns the rows of all items, in item order.
-    """
-    for ci in range(0, len(items), chunk_size):
-        chunk = list(items[ci : ci + chunk_size])
-        if all(it[key] in log.done for it in chunk):
-            if progress:
-                progress(len(chunk))
-            continue
-        for row in work(chunk, ci // chunk_size):
-            log.add(row)
-        if progress:
-            progress(len(chunk))
-    return [log.done[it[key]] for it in items]
-
-
-# --------------------------------------------------------------------------- rollouts
-def collect_rollouts(
-    generator: Generator,
-    problems: Sequence[TrainProblem],
-    n: int,
-    score: Score,
-    *,
-    params: SamplingParams,
-    log_path: str | Path | None = None,
-    chunk_size: int = 32,
-    progress: Callable[[int], None] | None = None,
-) -> list[dict]:
-    """Sample ``n`` responses per problem at ``params`` (its ``n`` is replaced) and score them.
-
-    Returns one row per problem: ``{key, problem_id, responses: [{text, reward, n_tokens,
-    finish_reason}], prompt_tokens}``. With ``log_path`` the rows are appended there and a rerun
-    resumes. The chunk seed is ``params.seed + chunk index``.
-    """
-    items = [{"key": p.id, "problem": p} for p in problems]
-
-    def work(chunk: list[dict], ci: int) -> list[dict]:
-        probs = [it["problem"] for it in chunk]
-        sp = SamplingParams(**{**params.__dict__, "n": n, "seed": params.seed + ci})
-        outs = generator.generate([p.prompt for p in probs], sp)
-        prompt_tokens = generator.last_prompt_tokens
-        rewards = iter(score([c.text for cs in outs for c in cs],
-                             [p.id for p, cs in zip(probs, outs) for _ in cs]))
-        rows = []
-        for j, (p, comps) in enumerate(zip(probs, outs)):
-            rows.append({
-                "key": p.id,
-                "problem_id": p.id,
-                # the chunk's prompt tokens, attributed to its first row (ledger sums them)
-                "prompt_tokens": prompt_tokens if j == 0 else 0,
-                "responses": [
-                    {
-                        "text": c.text,
-                        "reward": next(rewards),
-                        "n_tokens": c.n_tokens,
-                        "finish_reason": c.finish_reason,
-                    }
-                    for c in comps
-                ],
-            })
-        return rows
-
-    if log_path is None:
-        rows: list[dict] = []
-        for ci in range(0, len(items), chunk_size):
-            rows += work(items[ci : ci + chunk_size], ci // chunk_size)
-            if progress:
-                progress(len(items[ci : ci + chunk_size]))
-        return rows
-    with ResumableLog(log_path) as log:
-        return run_chunked(items, "key", chunk_size, work, log, progress)
-
-
-def generated_tokens(rows: Iterable[dict], list_field: str) -> int:
-    """Prompt + generated tokens recorded in rollout or MC rows (for the compute ledger)."""
-    return sum(r["prompt_tokens"] + sum(c["n_tokens"] for c in r[list_field]) for r in rows)
-
-
 def select_balanced(responses: Sequence[dict], n: int, seed: int = 0) -> list[int]:
     """Indices of ``n`` responses, half correct and half wrong where possible.
 
@@ -203,51 +271,3 @@ def select_balanced(responses: Sequence[dict], n: int, seed: int = 0) -> list[in
     n_good = min(len(good), max(n - len(bad), (n + 1) // 2))
     n_bad = min(len(bad), n - n_good)
     return sorted(good[:n_good] + bad[:n_bad])
-
-
-# --------------------------------------------------------------------------- MC labels
-def mc_label_states(
-    generator: Generator,
-    states: Sequence[dict],
-    m: int,
-    score: Score,
-    *,
-    params: SamplingParams,
-    log_path: str | Path,
-    chunk_size: int = 16,
-    progress: Callable[[int], None] | None = None,
-) -> list[dict]:
-    """Give each state ``m`` completions from the policy; label = fraction the verifier accepts.
-
-    A state is ``{key, problem_id, prompt, prefix, ...}``; the full response scored is
-    ``prefix + completion``. Rows: the state's fields (minus the prompt), ``completions:
-    [{text, reward, n_tokens, finish_reason}]``, ``value`` (mean reward) and the chunk's
-    ``prompt_tokens``. Append-only at ``log_path``: a rerun after a kill skips finished chunks.
-    """
-
-    def work(chunk: list[dict], ci: int) -> list[dict]:
-        sp = SamplingParams(**{**params.__dict__, "n": m, "seed": params.seed + ci})
-        outs = generator.generate([s["prompt"] + s["prefix"] for s in chunk], sp)
-        prompt_tokens = generator.last_prompt_tokens
-        rewards = iter(score([s["prefix"] + c.text for s, cs in zip(chunk, outs) for c in cs],
-                             [s["problem_id"] for s, cs in zip(chunk, outs) for _ in cs]))
-        rows = []
-        for j, (s, comps) in enumerate(zip(chunk, outs)):
-            completions = [
-                {
-                    "text": c.text,
-                    "reward": next(rewards),
-                    "n_tokens": c.n_tokens,
-                    "finish_reason": c.finish_reason,
-                }
-                for c in comps
-            ]
-            row = {k: v for k, v in s.items() if k != "prompt"}
-            row["completions"] = completions
-            row["value"] = sum(c["reward"] for c in completions) / max(len(completions), 1)
-            row["prompt_tokens"] = prompt_tokens if j == 0 else 0
-            rows.append(row)
-        return rows
-
-    with ResumableLog(log_path) as log:
-        return run_chunked(list(states), "key", chunk_size, work, log, progress)

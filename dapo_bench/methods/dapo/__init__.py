@@ -27,9 +27,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from dapo_bench.methods.base import MethodOutput, RunContext, register_method
-from dapo_bench.training.actor import ActorConfig
-from dapo_bench.training.critic import CriticConfig
+from dapo_bench.methods.base import MethodOutput, register_method
+from dapo_bench.methods.context import RunContext
+from dapo_bench.methods.dapo.actor import ActorConfig
+from dapo_bench.methods.dapo.critic import CriticConfig
 
 
 @dataclass(frozen=True)
@@ -53,9 +54,9 @@ class DapoConfig:
         (that mean shrunk towards the critic with weight ``mc_prior``).
     mc_prior: the critic's weight, in completions, for "critic_mc" (default 1.0).
     gen_chunk: states/problems per generation call (the unit of resumption).
-    critic: CriticConfig (model, lr [paper 5e-6 for 7B], epochs [paper 1], batch_size,
+    critic: CriticConfig (model, optim.lr [paper 5e-6 for 7B], epochs [paper 1], batch_size,
         heldout_frac, bins, max_length, step_labels [off in the paper's preset]).
-    actor: ActorConfig (lr, epochs, batch_actions, grad_clip, max_length).
+    actor: ActorConfig (optim.lr, optim.grad_clip, epochs, batch_actions, max_length).
     """
 
     beta: float = 0.01
@@ -80,7 +81,7 @@ class DapoConfig:
             raise ValueError(f"beta must be > 0, got {self.beta}")
         if self.mc_prior < 0:
             raise ValueError(f"mc_prior must be >= 0, got {self.mc_prior}")
-        from dapo_bench.training.dapo_loss import VALUE_ESTIMATORS
+        from dapo_bench.methods.dapo.advantages import VALUE_ESTIMATORS
 
         VALUE_ESTIMATORS.entry(self.advantage)  # unknown name: one-line error naming the known
         for name in ("iterations", "n_samples", "n_rollouts", "mc_samples", "gen_chunk"):
@@ -97,18 +98,17 @@ class DapoConfig:
 TOY = {
     "n_problems": 2048, "n_samples": 8, "n_rollouts": 4, "mc_samples": 4, "beta": 0.5,
     "advantage": "mc",
-    "critic": {"lr": 1e-4, "epochs": 1, "batch_size": 64, "max_length": 256},
-    "actor": {"lr": 2e-5, "epochs": 4, "batch_actions": 64, "max_length": 256},
+    "critic": {"optim": {"lr": 1e-4}, "epochs": 1, "batch_size": 64, "max_length": 256},
+    "actor": {"optim": {"lr": 2e-5}, "epochs": 4, "batch_actions": 64, "max_length": 256},
 }
 PRESETS = {"default": {}, "toy": TOY}
-
-
-def _default_preset(opts: Any) -> str:
-    return "toy" if opts.task.split(":")[0] == "arith" and not opts.model else "default"
+# command-line flags (besides --set) -> config fields; other methods reject them
+FLAGS = {"beta": "beta", "n_rollouts": "n_rollouts", "mc_samples": "mc_samples",
+         "iterations": "iterations"}
 
 
 @register_method(
-    "dapo", config=DapoConfig, presets=PRESETS, default_preset=_default_preset,
+    "dapo", config=DapoConfig, presets=PRESETS, flags=FLAGS,
     help="DAPO (Liu et al., step-level): offline, MC-labelled critic, A/beta log-ratio "
          "regression (arXiv 2412.18279; not ByteDance's DAPO)",
 )
@@ -137,7 +137,7 @@ def train_dapo(ctx: RunContext, cfg: DapoConfig) -> MethodOutput:
 
 
 def _iteration(ctx: RunContext, cfg: DapoConfig, k: int, policy: str) -> dict:
-    from dapo_bench.methods import dapo_stages as st
+    from dapo_bench.methods.dapo import stages as st
 
     d = ctx.run_dir / f"it{k}"
     d.mkdir(parents=True, exist_ok=True)

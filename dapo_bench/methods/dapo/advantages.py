@@ -1,6 +1,6 @@
-"""DAPO's advantages and actor objective (Liu et al., arXiv 2412.18279), as plain functions.
+"""DAPO's step advantages (Liu et al., arXiv 2412.18279), as plain functions.
 
-Advantages. In state s, the M candidate next steps a_i are the first steps of the state's M
+In state s, the M candidate next steps a_i are the first steps of the state's M
 completions. Each is valued: a step that ends the response (the completion has no further step
 and stopped on EOS) by its reward, any other by a value estimator from
 :data:`VALUE_ESTIMATORS` (``critic``: the critic's V(s + a_i), the paper's; ``mc``: the mean
@@ -10,16 +10,7 @@ shrunk towards the critic, ``(sum of those rewards + k * V(s + a_i)) / (count + 
 actions are merged (same text, same value); a state whose advantage spread (max - min) is under
 ``min_spread`` is dropped, since it carries no preference.
 
-Actor loss, per action::
-
-    0.5 * (A(s, a) / beta - (log pi_theta(a|s) - log pi_ref(a|s)))^2
-
-with log pi(a|s) the SUM of the step's token log-probs (a terminal step includes the EOS token:
-stopping is part of the action). The regression target A/beta is the optimal log-ratio of the
-KL-regularised objective. Reference log-probs are computed once and cached.
-
-Not covered: token-level (rather than step-level) advantages, importance weighting of the
-off-policy actions, any clipping of the log-ratio.
+Not covered: token-level (rather than step-level) advantages.
 """
 
 from __future__ import annotations
@@ -27,9 +18,6 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
-
-import torch
 
 from dapo_bench.registry import Registry
 from dapo_bench.training.rollouts import split_steps
@@ -65,7 +53,7 @@ def candidates_from_completions(completions: Sequence[dict]) -> list[Candidate]:
 
 ValueEstimator = Callable[[Sequence[Candidate], Sequence["float | None"], float],
                           "list[float | None]"]
-VALUE_ESTIMATORS: Registry[ValueEstimator] = Registry("advantage estimator")
+VALUE_ESTIMATORS: Registry[ValueEstimator] = Registry("DAPO value estimator")
 """``fn(candidates, critic_values, prior) -> values`` of the non-terminal candidates (None for
 terminal ones, which :func:`state_advantages` values by their reward). Entries carry
 ``needs_critic``: whether stage B must score V(s + a_i) with the critic first."""
@@ -131,44 +119,3 @@ def state_advantages(
     if len(acts) < 2 or max(advs) - min(advs) < min_spread:
         return None
     return acts
-
-
-def dapo_actor_loss(
-    logp: torch.Tensor, ref_logp: torch.Tensor, adv: torch.Tensor, beta: float
-) -> tuple[torch.Tensor, dict]:
-    """Mean over actions of 0.5 * (A/beta - (logp - ref_logp))^2, plus logging statistics.
-
-    Statistics: ``sign_agree`` = fraction of actions with A != 0 whose log-ratio has A's sign
-    (a zero log-ratio counts as disagreement); ``abs_log_ratio`` = mean |logp - ref_logp|.
-    """
-    ratio = logp - ref_logp
-    loss = 0.5 * (adv / beta - ratio).pow(2).mean()
-    with torch.no_grad():
-        nz = adv != 0
-        agree = ((torch.sign(ratio) == torch.sign(adv)) & nz).sum().item()
-        stats = {
-            "loss": float(loss.detach()),
-            "sign_agree": agree / max(int(nz.sum().item()), 1),
-            "abs_log_ratio": float(ratio.abs().mean()),
-        }
-    return loss, stats
-
-
-def batches_by_state(groups: Sequence[Sequence[Any]], max_actions: int) -> list[list[int]]:
-    """Pack whole groups (the actions of one state) into batches of at most ``max_actions``.
-
-    A group larger than ``max_actions`` gets a batch of its own: a state is never split.
-    Returns lists of group indices, in order.
-    """
-    out: list[list[int]] = []
-    cur: list[int] = []
-    size = 0
-    for gi, g in enumerate(groups):
-        if cur and size + len(g) > max_actions:
-            out.append(cur)
-            cur, size = [], 0
-        cur.append(gi)
-        size += len(g)
-    if cur:
-        out.append(cur)
-    return out

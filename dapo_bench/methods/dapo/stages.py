@@ -16,10 +16,10 @@ from typing import Any
 from dapo_bench.generation.base import SamplingParams
 from dapo_bench.io import atomic_write_json, atomic_write_jsonl, read_json, read_jsonl
 from dapo_bench.training.rollouts import (
-    collect_rollouts,
-    generated_tokens,
+    Request,
+    ResumableLog,
     make_states,
-    mc_label_states,
+    sample_groups,
     select_balanced,
 )
 
@@ -52,15 +52,16 @@ def _params(ctx: Any, cfg: Any, scorer: Any, salt: int) -> SamplingParams:
 
 def rollouts(ctx, cfg, policy, problems, scorer, d: Path, stage: str) -> dict:
     gen = ctx.generator(policy)
-    with ctx.progress("rollouts (problems)", len(problems)) as adv:
-        rows = collect_rollouts(
-            gen, problems, cfg.n_samples, scorer, params=_params(ctx, cfg, scorer, 1),
-            log_path=d / "rollouts.jsonl", chunk_size=cfg.gen_chunk, progress=adv,
+    with ctx.progress("rollouts", len(problems), unit="problems") as adv, \
+            ResumableLog(d / "rollouts.jsonl") as log:
+        groups = sample_groups(
+            gen, [Request.for_problem(p) for p in problems], cfg.n_samples, scorer,
+            params=_params(ctx, cfg, scorer, 1), chunk_size=cfg.gen_chunk, ledger=ctx.ledger,
+            stage=stage, progress=adv, log=log,
         )
-    ctx.ledger.add_inf(stage, generated_tokens(rows, "responses"))
-    acc = [sum(r["reward"] for r in row["responses"]) / len(row["responses"]) for row in rows]
+    acc = [sum(g.rewards) / len(g.rewards) for g in groups]
     return {
-        "n_problems": len(rows), "n_responses": sum(len(r["responses"]) for r in rows),
+        "n_problems": len(groups), "n_responses": sum(len(g.rollouts) for g in groups),
         "accuracy": sum(acc) / max(len(acc), 1),
         "all_correct": sum(a == 1.0 for a in acc), "all_wrong": sum(a == 0.0 for a in acc),
     }
@@ -92,17 +93,28 @@ def states(ctx, cfg, problems, d: Path) -> dict:
             "kept_accuracy": kept_ok / max(kept, 1)}
 
 
+def _mc_row(state: dict, group) -> dict:
+    """An ``mc.jsonl`` row: the state's fields, its completions, its label, prompt tokens."""
+    comps = [r.to_row() for r in group.rollouts]
+    return {**{k: v for k, v in state.items() if k != "prompt"}, "completions": comps,
+            "value": sum(c["reward"] for c in comps) / max(len(comps), 1),
+            "prompt_tokens": group.prompt_tokens}
+
+
 def mc_labels(ctx, cfg, policy, scorer, d: Path, stage: str) -> dict:
-    sts = read_jsonl(d / "states.jsonl")
+    sts = {s["key"]: s for s in read_jsonl(d / "states.jsonl")}
+    reqs = [Request(k, s["problem_id"], s["prompt"] + s["prefix"], s["prefix"])
+            for k, s in sts.items()]
     gen = ctx.generator(policy)
-    with ctx.progress("mc labels (states)", len(sts)) as adv:
-        rows = mc_label_states(
-            gen, sts, cfg.mc_samples, scorer, params=_params(ctx, cfg, scorer, 2),
-            log_path=d / "mc.jsonl", chunk_size=cfg.gen_chunk, progress=adv,
+    with ctx.progress("mc labels", len(reqs), unit="states") as adv, \
+            ResumableLog(d / "mc.jsonl", "completions") as log:
+        groups = sample_groups(
+            gen, reqs, cfg.mc_samples, scorer, params=_params(ctx, cfg, scorer, 2),
+            chunk_size=cfg.gen_chunk, ledger=ctx.ledger, stage=stage, progress=adv, log=log,
+            to_row=lambda r, g: _mc_row(sts[r.key], g),
         )
-    ctx.ledger.add_inf(stage, generated_tokens(rows, "completions"))
-    vals = [r["value"] for r in rows]
-    return {"n_states": len(rows), "n_completions": sum(len(r["completions"]) for r in rows),
+    vals = [sum(g.rewards) / max(len(g.rewards), 1) for g in groups]
+    return {"n_states": len(groups), "n_completions": sum(len(g.rollouts) for g in groups),
             "mean_value": sum(vals) / max(len(vals), 1),
             "frac_0": sum(v == 0 for v in vals) / max(len(vals), 1),
             "frac_1": sum(v == 1 for v in vals) / max(len(vals), 1)}
@@ -114,14 +126,14 @@ def _heldout(problem_id: str, frac: float) -> bool:
 
 
 def critic(ctx, cfg, policy, d: Path, stage: str) -> dict:
-    from dapo_bench.training.common import load_policy
-    from dapo_bench.training.critic import (
-        ValueModel,
+    from dapo_bench.methods.dapo.critic import (
         calibration,
         critic_examples,
         score_values,
         train_critic,
     )
+    from dapo_bench.models import load_policy
+    from dapo_bench.training.value import ValueModel
 
     prompts = {s["key"]: s["prompt"] for s in read_jsonl(d / "states.jsonl")}
     data = critic_examples(read_jsonl(d / "mc.jsonl"), prompts,
@@ -131,8 +143,8 @@ def critic(ctx, cfg, policy, d: Path, stage: str) -> dict:
     held = [x[:3] for x in data if x[4] and _heldout(x[3], cfg.critic.heldout_frac)]
     lm, tok = load_policy(cfg.critic.model or policy)
     vm = ValueModel.from_causal_lm(lm)
-    hist = train_critic(vm, tok, train, cfg.critic, seed=ctx.opts.seed, optim=ctx.optim_base(),
-                        on_step=lambda s, loss, t: ctx.ledger.add_train(stage, t))
+    hist = train_critic(vm, tok, train, cfg.critic, seed=ctx.opts.seed,
+                        engine_cfg=ctx.engine_cfg, ledger=ctx.ledger, stage=stage)
     preds = score_values(vm, tok, [(p, s) for p, s, _ in held], max_length=cfg.critic.max_length,
                          on_tokens=lambda t: ctx.ledger.add_inf(stage, t))
     vm.save(tok, d / "critic")
@@ -146,12 +158,13 @@ def critic(ctx, cfg, policy, d: Path, stage: str) -> dict:
 
 
 def advantages(ctx, cfg, d: Path, stage: str) -> dict:
-    from dapo_bench.training.critic import ValueModel, score_values
-    from dapo_bench.training.dapo_loss import (
+    from dapo_bench.methods.dapo.advantages import (
         VALUE_ESTIMATORS,
         candidates_from_completions,
         state_advantages,
     )
+    from dapo_bench.methods.dapo.critic import score_values
+    from dapo_bench.training.value import ValueModel
 
     est = VALUE_ESTIMATORS.entry(cfg.advantage)
     prompts = {s["key"]: s["prompt"] for s in read_jsonl(d / "states.jsonl")}
@@ -182,9 +195,8 @@ def advantages(ctx, cfg, d: Path, stage: str) -> dict:
 
 
 def actor(ctx, cfg, policy, d: Path, stage: str) -> dict:
-    from dapo_bench.training.actor import reference_logprobs, train_actor
-    from dapo_bench.training.common import load_policy, save_policy
-    from dapo_bench.training.dapo_loss import dapo_actor_loss
+    from dapo_bench.methods.dapo.actor import dapo_actor_loss, reference_logprobs, train_actor
+    from dapo_bench.models import load_policy, save_policy
 
     sts = read_jsonl(d / "advantages.jsonl")
     model, tok = load_policy(policy)
@@ -201,13 +213,9 @@ def actor(ctx, cfg, policy, d: Path, stage: str) -> dict:
         ctx.log("actor: no state kept by the advantage filter; the policy is unchanged")
         save_policy(model, tok, d / "actor")
         return {"steps": 0, "history": []}
-    opt = cfg.actor.optim.__class__(**{**cfg.actor.optim.__dict__,
-                                       "deepspeed": ctx.opts.deepspeed})
-    acfg = cfg.actor.__class__(**{**cfg.actor.__dict__, "optim": opt})
-    hist = train_actor(model, tok, sts, ref["logprobs"], beta=cfg.beta, cfg=acfg,
-                       seed=ctx.opts.seed,
-                       on_step=lambda s, t: ctx.ledger.add_train(stage, t),
-                       stop=ctx.ledger.exhausted)
+    hist = train_actor(model, tok, sts, ref["logprobs"], beta=cfg.beta, cfg=cfg.actor,
+                       seed=ctx.opts.seed, engine_cfg=ctx.engine_cfg, ledger=ctx.ledger,
+                       stage=stage)
     save_policy(model, tok, d / "actor")
     # after training: the log-ratio of every action against A (an inference pass, counted)
     import torch

@@ -1,78 +1,29 @@
-"""DAPO's critic: an LM backbone with a scalar head and a sigmoid, V(s) in (0, 1).
+"""DAPO's critic: a value model (``training.value.ValueModel``) and a sigmoid, V(s) in (0, 1).
 
 Trained with soft-label binary cross-entropy on Monte Carlo labels (the fraction of a state's
-completions the verifier accepts). BCE rather than MSE: its gradient w.r.t. the logit is
-``V - y``, i.e. MSE's gradient with the factor 1/(V(1-V)) >= 4 (no vanishing at saturation).
-The state's value is read from the hidden state of its LAST token (the sequence is right-padded,
-so that is position ``attention_mask.sum() - 1``).
+completions the verifier accepts), through the one training loop. BCE rather than MSE: its
+gradient w.r.t. the logit is ``V - y``, i.e. MSE's gradient with the factor 1/(V(1-V)) >= 4 (no
+vanishing at saturation). The state's value is read from the hidden state of its LAST token.
 
 Calibration on held-out states: Brier score (mean (V - y)^2 against the soft label), expected
 calibration error over equal-width bins, and the reliability bins themselves.
 
-Saved as ``<dir>/backbone`` (a transformers model directory, loadable on its own) plus
-``<dir>/value_head.pt``. Not covered: value heads on several positions (one per state), LoRA.
+Not covered: value heads on several positions (one per state), LoRA.
 """
 
 from __future__ import annotations
 
-import math
-import random
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from pathlib import Path
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 import torch.nn.functional as F
 
-from dapo_bench.training.common import OptimConfig, encode_pairs, make_engine, save_policy
-
-
-class ValueModel(torch.nn.Module):
-    """``backbone`` (a transformers base model) + ``Linear(hidden, 1)``; forward gives logits."""
-
-    def __init__(self, backbone: Any, hidden_size: int):
-        super().__init__()
-        self.backbone = backbone
-        self.head = torch.nn.Linear(hidden_size, 1)
-        torch.nn.init.zeros_(self.head.weight)
-        torch.nn.init.zeros_(self.head.bias)
-
-    @classmethod
-    def from_causal_lm(cls, lm: Any) -> ValueModel:
-        """Take the transformer body of a causal LM (its ``base_model``); drop the LM head."""
-        return cls(lm.base_model, lm.config.hidden_size)
-
-    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-        hidden = self.backbone(input_ids=input_ids, attention_mask=attention_mask)[0]
-        last = attention_mask.sum(dim=1) - 1
-        h = hidden[torch.arange(hidden.size(0)), last]
-        return self.head(h.float()).squeeze(-1)
-
-    def save(self, tokenizer: Any, out_dir: str | Path) -> Path:
-        """Backbone and head, full weights under ZeRO-3 too; with several ranks every rank
-        calls it (gathers are collectives) and rank 0 writes."""
-        from dapo_bench.training import dist
-
-        out = Path(out_dir)
-        with dist.gathered(self.head):
-            head = {k: v.detach().clone() for k, v in self.head.state_dict().items()}
-        save_policy(self.backbone, tokenizer, out / "backbone")
-        if dist.is_main():
-            torch.save(head, out / "value_head.pt")
-        dist.barrier()
-        return out
-
-    @classmethod
-    def load(cls, path: str | Path) -> tuple[ValueModel, Any]:
-        from transformers import AutoModel, AutoTokenizer
-
-        path = Path(path)
-        backbone = AutoModel.from_pretrained(path / "backbone")
-        tok = AutoTokenizer.from_pretrained(path / "backbone")
-        vm = cls(backbone, backbone.config.hidden_size)
-        vm.head.load_state_dict(torch.load(path / "value_head.pt", weights_only=True))
-        return vm.eval(), tok
+from dapo_bench.training.batches import encode_pairs
+from dapo_bench.training.engine import ONE_PROCESS, EngineConfig, OptimConfig, make_engine
+from dapo_bench.training.loop import LossOut, shuffled_batches, steps_for, train_loop
+from dapo_bench.training.value import ValueModel
 
 
 def soft_bce(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
@@ -117,23 +68,22 @@ def score_values(
 class CriticConfig:
     """Critic settings.
 
-    model: backbone to start from ("" = the current pi_ref); lr: AdamW learning rate (paper:
-    5e-6 for 7B models); epochs: passes over the labelled states (paper: 1); batch_size: states
-    per step; heldout_frac: fraction of PROBLEMS whose states are kept out of training and used
-    for the calibration report; bins: reliability bins for ECE; max_length: token cap.
+    model: backbone to start from ("" = the current pi_ref); optim: the optimiser (optim.lr:
+    paper 5e-6 for 7B models); epochs: passes over the labelled states (paper: 1); batch_size:
+    states per step; heldout_frac: fraction of PROBLEMS whose states are kept out of training
+    and used for the calibration report; bins: reliability bins for ECE; max_length: token cap.
     step_labels: also train on (s + first step of each MC completion, that completion's reward):
     one-sample labels of exactly the V(s + a_i) that stage B asks for (see ``critic_examples``).
     """
 
     model: str = ""
-    lr: float = 5e-6
     epochs: float = 1.0
     batch_size: int = 32
     heldout_frac: float = 0.1
     bins: int = 10
     max_length: int = 1024
-    weight_decay: float = 0.0
     step_labels: bool = False
+    optim: OptimConfig = field(default_factory=lambda: OptimConfig(lr=5e-6))
 
 
 def critic_examples(
@@ -147,7 +97,7 @@ def critic_examples(
     value stage B scores (a terminal step is valued by its reward there, so it is skipped).
     Does NOT deduplicate: a repeated step adds another sample of the same value.
     """
-    from dapo_bench.training.dapo_loss import candidates_from_completions
+    from dapo_bench.methods.dapo.advantages import candidates_from_completions
 
     out = []
     for r in mc_rows:
@@ -170,40 +120,28 @@ def train_critic(
     cfg: CriticConfig,
     *,
     seed: int = 0,
-    optim: OptimConfig | None = None,
-    on_step: Callable[[int, float, int], None] | None = None,
+    engine_cfg: EngineConfig = ONE_PROCESS,
+    ledger: Any = None,
+    stage: str = "critic",
 ) -> list[dict]:
-    """Soft-label BCE on ``(prompt, prefix, label)``; returns a loss history.
-
-    ``on_step(step, loss, tokens)`` is called after every optimizer step.
-    """
+    """Soft-label BCE on ``(prompt, prefix, label)``; returns the loss history."""
     torch.manual_seed(seed)
-    base = optim or OptimConfig()
-    engine = make_engine(vm, OptimConfig(**{**base.__dict__, "lr": cfg.lr,
-                                            "weight_decay": cfg.weight_decay}))
-    vm.train()
-    total = max(1, math.ceil(cfg.epochs * len(data) / cfg.batch_size))
-    history, losses, step, epoch = [], [], 0, 0
-    while step < total:
-        order = list(range(len(data)))
-        random.Random(seed + epoch).shuffle(order)
-        for start in range(0, len(order), cfg.batch_size):
-            if step >= total:
-                break
-            rows = [data[i] for i in order[start : start + cfg.batch_size]]
-            b = _encode(tokenizer, [(p, s) for p, s, _ in rows], cfg.max_length)
-            loss = soft_bce(vm(b.input_ids, b.attention_mask), torch.tensor([y for *_, y in rows]))
-            engine.step(loss)
-            step += 1
-            losses.append(float(loss.detach()))
-            if on_step:
-                on_step(step, losses[-1], b.n_tokens)
-            if step % 20 == 0 or step == total:
-                history.append({"step": step, "loss": sum(losses) / len(losses)})
-                losses.clear()
-        epoch += 1
-    vm.eval()
-    return history
+    engine = make_engine(vm, cfg.optim, engine_cfg)
+
+    def loss_fn(rows: list[tuple[str, str, float]]) -> LossOut:
+        b = _encode(tokenizer, [(p, s) for p, s, _ in rows], cfg.max_length)
+        logits = vm(b.input_ids.to(vm.device), b.attention_mask.to(vm.device))
+        labels = torch.tensor([y for *_, y in rows], device=logits.device)
+        return LossOut(soft_bce(logits, labels), len(rows), b.n_tokens)
+
+    stats = train_loop(
+        engine,
+        lambda epoch: [[data[i] for i in b]
+                       for b in shuffled_batches(len(data), cfg.batch_size, seed + epoch)],
+        loss_fn, total_steps=steps_for(cfg.epochs, len(data), cfg.batch_size, whole_batches=False),
+        ledger=ledger, stage=stage,
+    )
+    return stats.history
 
 
 def calibration(preds: Sequence[float], labels: Sequence[float], bins: int = 10) -> dict:

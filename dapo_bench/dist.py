@@ -3,8 +3,8 @@
 ``rank()``, ``world_size()``, ``is_main()`` read the process group when one is initialised and
 the launcher's ``RANK`` / ``WORLD_SIZE`` otherwise, so a plain process is rank 0 of 1 and needs
 no ``torch.distributed``. ``barrier()``, ``broadcast()`` and ``all_sum()`` are no-ops in one
-process; with several they join (or first create, through DeepSpeed, see :func:`ensure_group`)
-the launcher's process group.
+process; with several they join (or first create, see :func:`ensure_group`) the launcher's
+process group (gloo on CPU, NCCL on GPUs; DeepSpeed's engine adopts it).
 
 ``solo()`` marks a section that only rank 0 runs (generation, verification, evaluation): inside
 it rank 0 behaves as a single process (``world_size() == 1``, collectives are no-ops), so code
@@ -82,15 +82,19 @@ def check_engine(deepspeed: str | None) -> None:
 
 
 def ensure_group() -> None:
-    """Join the launcher's process group (DeepSpeed's init: gloo on its CPU accelerator)."""
+    """Join the launcher's process group (``env://``: RANK, WORLD_SIZE, MASTER_ADDR/PORT).
+
+    gloo on CPU; on GPUs NCCL, with this rank's device (LOCAL_RANK) set first."""
     if _initialised() or world_size() == 1:
         return
-    from deepspeed.accelerator import get_accelerator
+    import torch
+    import torch.distributed as dist
 
-    from dapo_bench.training.deepspeed import import_deepspeed, init_process_group
-
-    deepspeed = import_deepspeed()
-    init_process_group(deepspeed, get_accelerator().device_name() == "cpu")
+    backend = "gloo"
+    if torch.cuda.is_available():
+        torch.cuda.set_device(_env_int("LOCAL_RANK", 0))
+        backend = "nccl"
+    dist.init_process_group(backend=backend, timeout=TIMEOUT)
 
 
 def barrier() -> None:

@@ -1,0 +1,152 @@
+"""What a method sees while it runs: :class:`RunContext` (run dir, options, ledger, stages,
+progress, the generator, the training engine's settings).
+
+Stages go through :meth:`RunContext.run_stage`: a stage is skipped when its marker
+``stages/<name>.json`` exists (it stores the stage's ledger counts and wall time, so an
+interrupted run resumes where it stopped and still reports the full ledger).
+
+Several ranks (``torchrun`` / ``deepspeed`` launcher, WORLD_SIZE > 1, needs ``--deepspeed``):
+rank 0 alone runs every stage except training ones (generation, verification, evaluation, all
+artifacts, stage markers), inside ``dist.solo()``; the other ranks wait at a barrier and then
+read its stage marker, as a resumed run does. Stages registered with ``trains=True`` run on
+every rank (the training loop gives each rank its share of every batch); only rank 0 writes.
+The run dir must be visible to every rank (one node, or a shared filesystem).
+
+Not covered: resuming in the middle of a stage that is not append-only (it reruns from its start).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from dapo_bench import dist
+from dapo_bench.io import atomic_write_json, read_json
+from dapo_bench.ledger import Ledger, StageCount
+
+
+class RunContext:
+    """What a method sees: run dir, options, ledger, stages, progress, models and data."""
+
+    def __init__(self, run_dir: Path, opts: Any, n_params: int, method: str):
+        from dapo_bench.training.engine import EngineConfig
+
+        self.run_dir = run_dir
+        self.opts = opts
+        self.method = method
+        self.ledger = Ledger(n_params=n_params, budget_flops=opts.budget_flops)
+        self.engine_cfg = EngineConfig(opts.deepspeed, opts.offload, opts.bf16)
+        self.stage_seconds: dict[str, float] = {}
+        self._gen: Any = None
+        self._gen_model: str | None = None
+
+    # ------------------------------------------------------------------ progress
+    @staticmethod
+    def log(msg: str) -> None:
+        """A plain log line on stderr (shown with --quiet too); rank 0's only."""
+        if not dist.is_main():
+            return
+        print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+    def progress(self, name: str, total: int, unit: str = "items") -> _Bar:
+        """A progress bar (rich on a TTY, plain lines otherwise): ``with ... as advance:``."""
+        return _Bar(name, total, unit, self.opts.quiet or not dist.is_main())
+
+    # ------------------------------------------------------------------ stages
+    def path(self, *parts: str) -> Path:
+        p = self.run_dir.joinpath(*parts)
+        p.parent.mkdir(parents=True, exist_ok=True)
+        return p
+
+    def stage_done(self, name: str) -> bool:
+        return (self.run_dir / "stages" / f"{name}.json").is_file()
+
+    def run_stage(self, name: str, fn: Callable[[], dict | None], *, trains: bool = False) -> dict:
+        """Run ``fn`` once: skipped (its saved info returned) when its marker exists.
+
+        The stage's ledger counts are reset before ``fn`` runs (a rerun recounts everything it
+        reports) and saved in the marker with the wall time. With several ranks: ``trains``
+        stages run on every rank, the others on rank 0 only while the rest wait (then read the
+        marker); rank 0 decides whether the marker exists and writes it.
+        """
+        marker = self.run_dir / "stages" / f"{name}.json"
+        several = dist.world_size() > 1
+        done = dist.broadcast(marker.is_file()) if several else marker.is_file()
+        if done:
+            return self._skip(name, marker, "done before, skipped")
+        if several and not trains:
+            if dist.is_main():
+                with dist.solo():
+                    info = self._run(name, fn, marker)
+            dist.barrier()
+            return info if dist.is_main() else self._skip(name, marker, "run by rank 0")
+        info = self._run(name, fn, marker)
+        dist.barrier()
+        return info
+
+    def _skip(self, name: str, marker: Path, why: str) -> dict:
+        m = read_json(marker)
+        if any(m["ledger"].values()):
+            self.ledger.stages[name] = StageCount(**m["ledger"])
+        self.stage_seconds[name] = m["seconds"]
+        self.log(f"stage {name}: {why}")
+        return m["info"]
+
+    def _run(self, name: str, fn: Callable[[], dict | None], marker: Path) -> dict:
+        self.ledger.stages[name] = StageCount()
+        self.log(f"stage {name}: start")
+        t0 = time.perf_counter()
+        info = fn() or {}
+        secs = time.perf_counter() - t0
+        self.stage_seconds[name] = secs
+        count = self.ledger.stages.get(name, StageCount())
+        if not (count.n_inf or count.n_train):  # eval and bookkeeping stages cost nothing
+            self.ledger.stages.pop(name, None)
+        if dist.is_main():
+            atomic_write_json(marker, {"info": info, "seconds": secs,
+                                       "ledger": dataclasses.asdict(count)})
+        self.log(f"stage {name}: {secs:.1f}s, {self.ledger.stage_flops(name):.3g} FLOPs")
+        return info
+
+    # ------------------------------------------------------------------ models
+    def generator(self, model_dir: str) -> Any:
+        """The generator serving ``model_dir`` (one instance; weights swapped on change)."""
+        if self._gen is None:
+            self._gen = new_generator(self.opts, model_dir)
+        elif self._gen_model != model_dir:
+            self._gen.update_weights(model_dir)
+        self._gen_model = model_dir
+        return self._gen
+
+    def close(self) -> None:
+        if self._gen is not None:
+            self._gen.close()
+            self._gen = None
+
+
+def new_generator(opts: Any, model_dir: str) -> Any:
+    """A fresh generator of the run's backend (``GENERATORS``) for ``model_dir``."""
+    from dapo_bench.generation.base import load_generator
+
+    options = {"batch_size": opts.gen_batch_size} if opts.backend == "hf" else {}
+    return load_generator(opts.backend, model_dir, **options)
+
+
+class _Bar:
+    def __init__(self, name: str, total: int, unit: str, quiet: bool):
+        from dapo_bench.eval.progress import Progress
+
+        self._p = Progress(quiet=quiet)
+        self._bar = self._p.start(name, total=total, done=0, unit=unit)
+
+    def __enter__(self) -> Callable[[int], None]:
+        return lambda k: self._p.advance(self._bar, k)
+
+    def __exit__(self, *exc: object) -> None:
+        if exc[0] is None:
+            self._p.finish(self._bar)
+        self._p.close()

@@ -1,0 +1,172 @@
+"""DAPO's actor update: regress each step's log-ratio onto A/beta (Liu et al., 2412.18279).
+
+Loss, per action::
+
+    0.5 * (A(s, a) / beta - (log pi_theta(a|s) - log pi_ref(a|s)))^2
+
+with log pi(a|s) the SUM of the step's token log-probs (a terminal step includes the EOS token:
+stopping is part of the action). The regression target A/beta is the optimal log-ratio of the
+KL-regularised objective.
+
+Input: states with their kept actions, ``{prompt, prefix, actions: [{text, eos, adv}]}``.
+:func:`reference_logprobs` computes log pi_ref(a|s) once (cached by the caller);
+:func:`train_actor` trains the policy in place through the one training loop, batching whole
+states (all actions of one state in the same global batch), and logs loss, sign agreement of
+the log-ratio with A, and mean |log-ratio|.
+
+Not covered: importance weighting of the off-policy actions, any clipping of the log-ratio.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from dapo_bench.training.batches import PairBatch, encode_pairs, sequence_logprobs
+from dapo_bench.training.engine import ONE_PROCESS, EngineConfig, OptimConfig, make_engine
+from dapo_bench.training.loop import LossOut, train_loop
+
+
+@dataclass(frozen=True)
+class ActorConfig:
+    """Actor settings.
+
+    optim: the optimiser (optim.lr, optim.grad_clip, ...); epochs: passes over the kept states
+    (few: the data is off-policy); batch_actions: actions per optimizer step (whole states, so a
+    batch may hold more when one state alone has more); max_length: token cap per sequence.
+    """
+
+    epochs: int = 1
+    batch_actions: int = 64
+    max_length: int = 1024
+    optim: OptimConfig = field(default_factory=lambda: OptimConfig(lr=1e-6))
+
+    def __post_init__(self) -> None:
+        if self.epochs < 1:
+            raise ValueError(f"epochs must be >= 1, got {self.epochs}")
+        if self.batch_actions < 1:
+            raise ValueError(f"batch_actions must be >= 1, got {self.batch_actions}")
+
+
+def dapo_actor_loss(
+    logp: torch.Tensor, ref_logp: torch.Tensor, adv: torch.Tensor, beta: float
+) -> tuple[torch.Tensor, dict]:
+    """Mean over actions of 0.5 * (A/beta - (logp - ref_logp))^2, plus logging statistics.
+
+    Statistics: ``sign_agree`` = fraction of actions with A != 0 whose log-ratio has A's sign
+    (a zero log-ratio counts as disagreement); ``abs_log_ratio`` = mean |logp - ref_logp|.
+    """
+    ratio = logp - ref_logp
+    loss = 0.5 * (adv / beta - ratio).pow(2).mean()
+    with torch.no_grad():
+        nz = adv != 0
+        agree = ((torch.sign(ratio) == torch.sign(adv)) & nz).sum().item()
+        stats = {
+            "loss": float(loss.detach()),
+            "sign_agree": agree / max(int(nz.sum().item()), 1),
+            "abs_log_ratio": float(ratio.abs().mean()),
+        }
+    return loss, stats
+
+
+def batches_by_state(groups: Sequence[Sequence[Any]], max_actions: int) -> list[list[int]]:
+    """Pack whole groups (the actions of one state) into batches of at most ``max_actions``.
+
+    A group larger than ``max_actions`` gets a batch of its own: a state is never split.
+    Returns lists of group indices, in order.
+    """
+    out: list[list[int]] = []
+    cur: list[int] = []
+    size = 0
+    for gi, g in enumerate(groups):
+        if cur and size + len(g) > max_actions:
+            out.append(cur)
+            cur, size = [], 0
+        cur.append(gi)
+        size += len(g)
+    if cur:
+        out.append(cur)
+    return out
+
+
+def _flatten(states: Sequence[dict], idx: Sequence[int]) -> tuple[list[str], list[str], list[bool]]:
+    ctx, act, eos = [], [], []
+    for i in idx:
+        s = states[i]
+        for a in s["actions"]:
+            ctx.append(s["prompt"] + s["prefix"])
+            act.append(a["text"])
+            eos.append(bool(a["eos"]))
+    return ctx, act, eos
+
+
+def _encode(tok: Any, states: Sequence[dict], idx: Sequence[int], max_length: int) -> PairBatch:
+    ctx, act, eos = _flatten(states, idx)
+    return encode_pairs(tok, ctx, act, max_length=max_length, add_eos=eos)
+
+
+@torch.no_grad()
+def reference_logprobs(
+    model: Any,
+    tok: Any,
+    states: Sequence[dict],
+    *,
+    batch_actions: int = 256,
+    max_length: int = 1024,
+    on_tokens: Callable[[int], None] | None = None,
+) -> list[list[float]]:
+    """log pi(a|s) of every action of every state under ``model`` (per state, per action)."""
+    model.eval()
+    out: list[list[float]] = [[] for _ in states]
+    for idx in batches_by_state([s["actions"] for s in states], batch_actions):
+        b = _encode(tok, states, idx, max_length)
+        lp = sequence_logprobs(model, b).tolist()
+        k = 0
+        for i in idx:
+            n = len(states[i]["actions"])
+            out[i] = lp[k : k + n]
+            k += n
+        if on_tokens:
+            on_tokens(b.n_tokens)
+    return out
+
+
+def train_actor(
+    model: Any,
+    tok: Any,
+    states: Sequence[dict],
+    ref_logps: Sequence[Sequence[float]],
+    *,
+    beta: float,
+    cfg: ActorConfig,
+    seed: int = 0,
+    engine_cfg: EngineConfig = ONE_PROCESS,
+    ledger: Any = None,
+    stage: str = "actor",
+) -> list[dict]:
+    """Train ``model`` in place with the DAPO actor loss; returns per-step logs. Stops early
+    when ``ledger``'s FLOP budget is spent."""
+    torch.manual_seed(seed)
+    engine = make_engine(model, cfg.optim, engine_cfg)
+    batches = batches_by_state([s["actions"] for s in states], cfg.batch_actions)
+
+    def epoch_batches(epoch: int) -> list[list[int]]:
+        order = list(range(len(batches)))
+        random.Random(seed + epoch).shuffle(order)
+        return [batches[bi] for bi in order]
+
+    def loss_fn(idx: list[int]) -> LossOut:
+        b = _encode(tok, states, idx, cfg.max_length).to(model.device)
+        adv = torch.tensor([a["adv"] for i in idx for a in states[i]["actions"]])
+        ref = torch.tensor([x for i in idx for x in ref_logps[i]])
+        logp = sequence_logprobs(model, b)
+        loss, stats = dapo_actor_loss(logp, ref.to(logp.device), adv.to(logp.device), beta)
+        return LossOut(loss, len(adv), b.n_tokens, {**stats, "n_actions": len(adv)})
+
+    stats = train_loop(engine, epoch_batches, loss_fn, total_steps=cfg.epochs * len(batches),
+                       ledger=ledger, stage=stage, log_every=1)
+    return stats.history

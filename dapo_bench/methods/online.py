@@ -1,0 +1,70 @@
+"""The run-level driver of the online methods (GRPO, PPO): one resumable ``train`` stage.
+
+The stage loads the training problems and their verifier, makes a fresh generator of the run's
+backend (never one shared with eval) whose weights the method trains (``OnlinePolicy``), runs
+the method's ``train_*`` function, and saves the policy to ``<run>/policy``; the per-step
+history is kept in the stage marker, so a resumed run still reports it.
+
+Not covered: several ranks (the online methods generate inside their training stage).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from dapo_bench import dist
+from dapo_bench.errors import UserError
+from dapo_bench.methods.base import MethodOutput, train_stage
+
+
+def check_online_config(cfg: Any) -> None:
+    """Unknown names in a GRPO/PPO config raise UserError before any work starts."""
+    from dapo_bench.training.policy_gradient import KL_ESTIMATORS, LOSS_AGGREGATIONS
+
+    LOSS_AGGREGATIONS.get(cfg.loss_agg)
+    KL_ESTIMATORS.get(cfg.kl_kind)
+    if getattr(cfg, "kl_mode", "reward") not in ("reward", "loss"):
+        raise UserError(f"kl_mode: expected reward|loss, got {cfg.kl_mode!r}")
+    for name in ("ppo_epochs", "minibatch_size", "max_new_tokens", "max_steps"):
+        if getattr(cfg, name) < 1:
+            raise UserError(f"{name}: must be >= 1, got {getattr(cfg, name)}")
+
+
+def run_online(ctx: Any, cfg: Any, train_fn: Callable) -> MethodOutput:
+    """Run ``train_fn(policy, problems, cfg, ...)`` as the run's ``train`` stage."""
+    from dapo_bench.methods.context import new_generator
+    from dapo_bench.methods.data import Scorer, load_train_problems, load_train_task
+    from dapo_bench.models import save_policy
+    from dapo_bench.training.online import OnlinePolicy
+
+    check_online_config(cfg)
+    if dist.world_size() > 1:
+        raise UserError(f"{ctx.method}: online methods run as one process (they generate inside "
+                        f"the training stage); launch without torchrun/deepspeed")
+    out_dir = ctx.run_dir / "policy"
+
+    def work() -> dict:
+        problems = load_train_problems(ctx)
+        scorer = Scorer(load_train_task(ctx))
+        policy = OnlinePolicy(new_generator(ctx.opts, ctx.opts.model), ctx.opts.model,
+                              ctx.run_dir / "policy_sync")
+        try:
+            with ctx.progress(f"{ctx.method} steps", cfg.max_steps, unit="steps") as advance:
+                def log(row: dict) -> None:
+                    advance(1)
+                    if row["step"] % 10 == 0 or row["step"] == 1:
+                        ctx.log(f"{ctx.method} step {row['step']}: reward {row['reward']:.3f}, "
+                                f"kl {row['kl']:.4f}, {row['flops']:.3g} FLOPs")
+
+                history = train_fn(policy, problems, cfg, ledger=ctx.ledger, score=scorer,
+                                   stage="train", seed=ctx.opts.seed, engine_cfg=ctx.engine_cfg,
+                                   on_log=log)
+            save_policy(policy.model, policy.tokenizer, out_dir)
+        finally:
+            scorer.close()
+            policy.close()
+        return {"steps": len(history), "history": history,
+                "stopped": "budget" if ctx.ledger.exhausted() else "max_steps"}
+
+    return train_stage(ctx, work, out_dir)

@@ -1,0 +1,234 @@
+"""The one training loop: every trainer (SFT, the critic, DAPO's actor, DPO, GRPO, PPO) runs it.
+
+    stats = train_loop(engine, batches, loss_fn, total_steps=N, schedule=Schedule(lr=...),
+                       ledger=ledger, stage="train")
+
+A trainer supplies only its batches and its loss:
+
+- ``batches(epoch)`` -> the epoch's global batches, each a list of items (row indices, states,
+  pairs: whatever ``loss_fn`` understands). :func:`shuffled_batches` is the usual one.
+- ``loss_fn(items)`` -> :class:`LossOut`: the loss to minimise as the MEAN over ``weight``
+  units of those items (tokens for a token-mean, rows for a per-row mean), the tokens the
+  forward pass processed (for the compute ledger), and statistics to log. A dict of losses steps
+  a dict of engines of the same keys (PPO's actor and critic).
+
+The loop runs ``total_steps`` optimizer steps over as many epochs as that takes (a fraction of
+the last one included), and per step: stops early when ``stop()`` says so or the ledger's FLOP
+budget is spent (``stopped``), sets the learning rate from ``schedule``, gives each rank its
+share of the global batch, steps every engine, adds the step's tokens to ``ledger`` under
+``stage``, and every ``log_every`` steps appends the mean statistics of those steps to the
+history (and calls ``on_log``). ``on_epoch(epoch, stats)`` runs after each full epoch; True
+stops training.
+
+Several ranks (``torchrun``/DeepSpeed): each rank gets its contiguous share of every global batch
+(``dist.shard``); a rank left without items steps on one with weight 0. Each rank's mean loss is
+scaled by ``world * weight / total weight``, so DeepSpeed's gradient average is the gradient of
+the whole batch's mean: N ranks take the same step as one process (to float rounding), each on
+1/N of the rows. Statistics and token counts are summed over ranks, so every rank logs and
+charges the same. In one process nothing is scaled (bit-exact with the unsharded loss).
+
+Not covered: gradient accumulation, mixed precision (the engine's), evaluation during training
+(callers do it in ``on_epoch``).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from dapo_bench import dist
+from dapo_bench.errors import UserError
+from dapo_bench.ledger import Ledger
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """Learning rate per optimizer step: linear warm-up over ``warmup_steps``, then ``kind``:
+    "constant", or "cosine" (decays to ``min_lr_ratio * lr`` at the last step)."""
+
+    lr: float
+    warmup_steps: int = 0
+    kind: str = "constant"
+    min_lr_ratio: float = 0.1
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("constant", "cosine"):
+            raise UserError(f"schedule: expected constant|cosine, got {self.kind!r}")
+
+    def at(self, step: int, total: int) -> float:
+        """Learning rate of optimizer step ``step`` (0-based) of ``total``."""
+        if step < self.warmup_steps:
+            return self.lr * (step + 1) / self.warmup_steps
+        if self.kind == "constant":
+            return self.lr
+        span = max(1, total - self.warmup_steps)
+        frac = min(1.0, (step - self.warmup_steps) / span)
+        cos = 0.5 * (1 + math.cos(math.pi * frac))
+        return self.lr * (self.min_lr_ratio + (1 - self.min_lr_ratio) * cos)
+
+
+@dataclass
+class LossOut:
+    """One step's loss(es) on this rank's items; see the module doc."""
+
+    loss: Any  # a scalar tensor, or {engine name: scalar tensor}
+    weight: float  # units the loss is a mean over (tokens or rows)
+    tokens: int  # tokens the step's forward/backward passes processed
+    stats: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass
+class LoopStats:
+    steps: int = 0
+    items: int = 0  # items stepped on (summed over epochs)
+    epochs: float = 0.0  # passes over the data done (items seen / items per epoch)
+    tokens: int = 0
+    seconds: float = 0.0
+    stopped: str = ""  # "" | "budget" | "stop" | "callback" (callers may add theirs)
+    loss: float = float("nan")  # mean loss of the last logged window
+    history: list[dict] = field(default_factory=list)
+    means: dict[str, float] = field(default_factory=dict)  # mean of every stat over all steps
+    last_tokens: int = 0
+
+
+def shuffled_batches(n: int, size: int, seed: int) -> list[list[int]]:
+    """``0..n-1`` in a seeded random order, cut into batches of at most ``size``."""
+    if size < 1:
+        raise UserError(f"batch size must be >= 1, got {size}")
+    order = list(range(n))
+    random.Random(seed).shuffle(order)
+    return [order[s : s + size] for s in range(0, n, size)]
+
+
+def steps_for(epochs: float, n_items: int, batch_size: int, *, whole_batches: bool = True) -> int:
+    """Optimizer steps of ``epochs`` passes over ``n_items`` in batches of ``batch_size``:
+    ``epochs`` times the batches of one pass (a short last batch counts as one), or with
+    ``whole_batches=False`` ``epochs * n_items / batch_size`` rounded up (at least 1)."""
+    if not whole_batches:
+        return max(1, math.ceil(epochs * n_items / batch_size))
+    return math.ceil(epochs * math.ceil(n_items / batch_size))
+
+
+def train_loop(
+    engine: Any,
+    batches: Callable[[int], Sequence[Sequence[Any]]],
+    loss_fn: Callable[[list[Any]], LossOut],
+    *,
+    total_steps: int,
+    schedule: Schedule | None = None,
+    ledger: Ledger | None = None,
+    stage: str = "train",
+    log_every: int = 20,
+    on_log: Callable[[LoopStats], None] | None = None,
+    on_epoch: Callable[[int, LoopStats], bool] | None = None,
+    stop: Callable[[], bool] | None = None,
+) -> LoopStats:
+    """Run the loop (see the module doc); returns what was done."""
+    engines = engine if isinstance(engine, dict) else {"": engine}
+    for e in engines.values():
+        e.module.train()
+    stats = LoopStats()
+    t0 = time.perf_counter()
+    window: list[dict] = []
+    totals: dict[str, float] = {}
+    epoch = 0
+    while stats.steps < total_steps and not stats.stopped:
+        epoch_batches = batches(epoch)
+        per_epoch = sum(len(b) for b in epoch_batches)
+        if not per_epoch:
+            raise UserError(f"{stage}: no training data")
+        seen = 0
+        for items in epoch_batches:
+            if stats.steps >= total_steps:
+                break
+            stats.stopped = _stop_reason(stop, ledger)
+            if stats.stopped:
+                break
+            if schedule is not None:
+                for e in engines.values():
+                    e.set_lr(schedule.at(stats.steps, total_steps))
+            row = _step(engines, loss_fn, list(items))
+            stats.steps += 1
+            stats.items += len(items)
+            seen += len(items)
+            stats.epochs = epoch + seen / per_epoch
+            stats.last_tokens = int(row.pop("_tokens"))
+            stats.tokens += stats.last_tokens
+            if ledger is not None:
+                ledger.add_train(stage, stats.last_tokens)
+            window.append(row)
+            for k, v in row.items():
+                totals[k] = totals.get(k, 0.0) + v
+            if stats.steps % log_every == 0 or stats.steps == total_steps:
+                _log(stats, window, ledger, t0, on_log)
+        else:
+            epoch += 1
+            stats.seconds = time.perf_counter() - t0
+            if on_epoch is not None and on_epoch(epoch, stats):
+                stats.stopped = "callback"
+            for e in engines.values():
+                e.module.train()
+    if window:
+        _log(stats, window, ledger, t0, None)
+    stats.means = {k: v / max(stats.steps, 1) for k, v in totals.items()}
+    stats.seconds = time.perf_counter() - t0
+    for e in engines.values():
+        e.module.eval()
+    return stats
+
+
+def _stop_reason(stop: Callable[[], bool] | None, ledger: Ledger | None) -> str:
+    if stop is not None and stop():
+        return "stop"
+    if ledger is not None and ledger.exhausted():
+        return "budget"
+    return ""
+
+
+def _log(stats: LoopStats, window: list[dict], ledger: Ledger | None, t0: float,
+         on_log: Callable[[LoopStats], None] | None) -> None:
+    keys = list(dict.fromkeys(k for row in window for k in row))
+    mean = {k: sum(r.get(k, 0.0) for r in window) / len(window) for k in keys}
+    stats.loss = mean.get("loss", float("nan"))
+    stats.seconds = time.perf_counter() - t0
+    row = {"step": stats.steps, "epochs": round(stats.epochs, 3), **mean}
+    if ledger is not None:
+        row["flops"] = ledger.total_flops
+    row["seconds"] = round(stats.seconds, 2)
+    stats.history.append(row)
+    window.clear()
+    if on_log is not None:
+        on_log(stats)
+
+
+def _step(engines: dict[str, Any], loss_fn: Callable[[list[Any]], LossOut],
+          items: list[Any]) -> dict:
+    """One optimizer step of every engine on this rank's share of ``items``; the step's
+    statistics (summed over ranks), with its tokens under ``_tokens``."""
+    world = dist.world_size()
+    mine = dist.shard(items) if world > 1 else items
+    out = loss_fn(mine or items[:1])
+    losses = out.loss if isinstance(out.loss, dict) else {"": out.loss}
+    stats = {k: float(v) for k, v in out.stats.items()}
+    for name, loss in losses.items():
+        stats.setdefault("loss" if not name else f"{name}_loss", float(loss.detach()))
+    if world == 1:
+        for name, loss in losses.items():
+            stats[_grad_key(name)] = engines[name].step(loss)
+        return {**stats, "_tokens": out.tokens}
+    w = float(out.weight) if mine else 0.0
+    keys = sorted(stats)
+    summed = dist.all_sum([w, out.tokens if mine else 0, *(stats[k] * w for k in keys)])
+    total_w = max(summed[0], 1e-12)
+    row = {k: v / total_w for k, v in zip(keys, summed[2:])}
+    for name, loss in losses.items():
+        row[_grad_key(name)] = engines[name].step(loss * (world * w / total_w))
+    return {**row, "_tokens": int(summed[1])}
+
+
+def _grad_key(name: str) -> str:
+    return "grad_norm" if not name else f"{name}_grad_norm"

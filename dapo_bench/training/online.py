@@ -1,0 +1,195 @@
+"""What the online methods (GRPO, PPO) share: the policy they sample from while training it,
+one online step's rollouts as a tokenised batch, and the loop over online steps.
+
+- :class:`OnlinePolicy`: a generator that samples from the weights being trained.
+- :func:`sample_step`: the next prompts' rollouts from the policy's current weights (through the
+  one rollout path, ``training.rollouts.sample_groups``), tokenised as a :class:`RolloutBatch`.
+- :func:`online_loop`: ``max_steps`` online steps (sample, then the method's ``update``, which
+  runs the one training loop on the batch), stopping when the FLOP budget is spent.
+- :func:`update_passes`: ``ppo_epochs`` passes of minibatch steps over one online batch (the
+  one training loop, with the method's loss).
+- :func:`chunked_logprobs`: per-token log-probs of a big batch, in row chunks, no grad.
+
+Ledger accounting: sampling charges prompt tokens (once per prompt) plus generated tokens as
+inference; a scoring forward pass charges the tokens it processes (no padding) as inference.
+
+Not covered: token-exact scoring (responses are re-encoded from their text with
+``encode_pairs``; a response that stopped on EOS gets the EOS token appended so its log-prob
+includes stopping), several ranks.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import random
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from dapo_bench.generation.base import Generator, SamplingParams
+from dapo_bench.ledger import Ledger
+from dapo_bench.models import load_policy, save_policy
+from dapo_bench.training.batches import PairBatch, encode_pairs, token_logprobs
+from dapo_bench.training.loop import shuffled_batches, train_loop
+from dapo_bench.training.rollouts import Group, Request, Score, TrainProblem, sample_groups
+
+
+class OnlinePolicy:
+    """The policy an online method trains, and a generator that samples from its weights.
+
+    With the ``hf`` backend the generator's own torch model is trained in place (no copy, no
+    reload). Any other backend (vLLM) gets a separate torch copy; :meth:`sync` saves it to
+    ``sync_dir`` and calls ``generator.update_weights`` (call it before each rollout).
+    """
+
+    def __init__(self, generator: Generator, model_dir: str, sync_dir: str | Path):
+        self.generator = generator
+        own = getattr(generator, "model", None)
+        self.in_place = isinstance(own, torch.nn.Module)
+        if self.in_place:
+            self.model, self.tokenizer = own, generator.tokenizer
+        else:
+            self.model, self.tokenizer = load_policy(model_dir)
+        self.sync_dir = Path(sync_dir)
+        self._dirty = False
+
+    def mark_updated(self) -> None:
+        self._dirty = True
+
+    def sync(self) -> None:
+        if self.in_place or not self._dirty:
+            return
+        save_policy(self.model, self.tokenizer, self.sync_dir)
+        self.generator.update_weights(str(self.sync_dir))
+        self._dirty = False
+
+    def close(self) -> None:
+        self.generator.close()
+
+
+def shuffled_cycle(problems: Sequence[TrainProblem], seed: int):
+    """Yield problems forever: each pass over them in a fresh seeded order."""
+    rng = random.Random(seed)
+    while True:
+        order = list(problems)
+        rng.shuffle(order)
+        yield from order
+
+
+@dataclass
+class RolloutBatch:
+    """Flattened rollouts of some groups, tokenised, with outcome rewards and group ids."""
+
+    batch: PairBatch
+    rewards: list[float]
+    group: list[str]
+
+    def rows(self, idx: Sequence[int]) -> PairBatch:
+        return self.batch.rows(idx)
+
+
+def groups_to_batch(tokenizer: Any, prompts: dict[str, str], groups: Sequence[Group],
+                    max_length: int = 1024) -> RolloutBatch:
+    """Every rollout of ``groups`` as a (prompt, response) row; ``prompts``: key -> prompt."""
+    rows = [(g, r) for g in groups for r in g.rollouts]
+    batch = encode_pairs(tokenizer, [prompts[g.key] for g, _ in rows], [r.text for _, r in rows],
+                         max_length=max_length, add_eos=[r.stopped for _, r in rows])
+    return RolloutBatch(batch, [r.reward for _, r in rows], [g.problem_id for g, _ in rows])
+
+
+def slice_rows(t: torch.Tensor, idx: Sequence[int]) -> torch.Tensor:
+    return t[torch.as_tensor(list(idx), dtype=torch.long)]
+
+
+@torch.no_grad()
+def chunked_logprobs(
+    model, rb: RolloutBatch, *, chunk: int = 256, ledger: Ledger | None = None, stage: str = ""
+) -> torch.Tensor:
+    """``token_logprobs`` of every row of ``rb`` ([B, L]), ``chunk`` rows per forward pass."""
+    was_training = model.training
+    model.eval()
+    n = rb.batch.input_ids.size(0)
+    out = torch.zeros(rb.batch.input_ids.shape)
+    for s in range(0, n, chunk):
+        idx = list(range(s, min(n, s + chunk)))
+        mb = rb.rows(idx)
+        out[idx] = token_logprobs(model, mb).float()
+        if ledger is not None:
+            ledger.add_inf(stage, mb.n_tokens)
+    model.train(was_training)
+    return out
+
+
+def frozen_copy(model: Any) -> Any:
+    """pi_ref: a copy of ``model`` in eval mode with no gradients."""
+    ref = copy.deepcopy(model).eval()
+    for p in ref.parameters():
+        p.requires_grad_(False)
+    return ref
+
+
+def sample_step(policy: OnlinePolicy, stream, n_prompts: int, n_samples: int, score: Score,
+                params: SamplingParams, *, ledger: Ledger, stage: str,
+                max_length: int) -> RolloutBatch:
+    """One online step's rollouts: the next ``n_prompts`` problems of ``stream``, ``n_samples``
+    each, sampled from the policy's current weights, scored and tokenised."""
+    policy.model.eval()
+    policy.sync()
+    probs = [next(stream) for _ in range(n_prompts)]
+    groups = sample_groups(policy.generator, [Request.for_problem(p) for p in probs], n_samples,
+                           score, params=params, chunk_size=n_prompts, ledger=ledger, stage=stage)
+    return groups_to_batch(policy.tokenizer, {p.id: p.prompt for p in probs}, groups, max_length)
+
+
+def sampling_params(cfg: Any, n: int, seed: int) -> SamplingParams:
+    return SamplingParams(n=n, temperature=cfg.temperature, top_p=cfg.top_p,
+                          max_new_tokens=cfg.max_new_tokens, seed=seed)
+
+
+def update_passes(engines: Any, rb: RolloutBatch, loss_fn, cfg: Any, *, ledger: Ledger,
+                  stage: str, seed: int, step: int) -> dict:
+    """``cfg.ppo_epochs`` passes of ``cfg.minibatch_size``-response steps over an online batch
+    (the one training loop); the mean statistics of those steps."""
+    n = rb.batch.input_ids.size(0)
+    st = train_loop(
+        engines, lambda epoch: shuffled_batches(n, cfg.minibatch_size, seed + 7919 * step + epoch),
+        loss_fn, total_steps=cfg.ppo_epochs * math.ceil(n / cfg.minibatch_size), ledger=ledger,
+        stage=stage, log_every=10**9,
+    )
+    return st.means
+
+
+# (rollout batch, online step index) -> statistics of the update it ran
+Update = Callable[[RolloutBatch, int], dict]
+
+
+def online_loop(policy: OnlinePolicy, problems: Sequence[TrainProblem], *, n_prompts: int,
+                n_samples: int, params: Callable[[int], SamplingParams], update: Update,
+                max_steps: int, max_length: int, score: Score, ledger: Ledger, stage: str,
+                seed: int, on_log: Callable[[dict], None] | None = None) -> list[dict]:
+    """``max_steps`` online steps: sample from the current weights, then ``update``; per-step
+    logs. Stops when ``ledger``'s FLOP budget is spent."""
+    stream = shuffled_cycle(problems, seed)
+    history: list[dict] = []
+    t0 = time.perf_counter()
+    for step in range(max_steps):
+        if ledger.exhausted():
+            break
+        rb = sample_step(policy, stream, n_prompts, n_samples, score, params(step),
+                         ledger=ledger, stage=stage, max_length=max_length)
+        stats = update(rb, step)
+        policy.mark_updated()
+        n = max(len(rb.rewards), 1)
+        history.append({"step": step + 1, "reward": sum(rb.rewards) / n,
+                        "response_tokens": float(rb.batch.response_mask.sum()) / n,
+                        "flops": ledger.total_flops,
+                        "seconds": round(time.perf_counter() - t0, 2), **stats})
+        if on_log:
+            on_log(history[-1])
+    policy.model.eval()
+    return history
