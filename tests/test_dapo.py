@@ -204,3 +204,23 @@ def test_list_shows_every_registry_with_the_advantage_estimators():
         assert section in out.stdout
     for name in ("critic_mc", "the paper's estimator", "dapo", "arith"):
         assert name in out.stdout
+
+
+def test_method_specific_flags_belong_to_their_method():
+    from dapo_bench.methods.base import flag_overrides
+
+    assert flag_overrides("dapo", {"beta": 0.3, "iterations": None}) == ["beta=0.3"]
+    with pytest.raises(UserError, match=r"--beta is not a dpo option \(methods that take it: "
+                                        r"dapo\); use --set"):
+        flag_overrides("dpo", {"beta": 0.3})
+    with pytest.raises(UserError, match="--mc-samples is not a grpo option"):
+        flag_overrides("grpo", {"mc_samples": 4})
+
+
+def test_one_place_per_setting_in_the_dapo_config():
+    from dapo_bench.methods.dapo import DapoConfig
+
+    cfg = DapoConfig()
+    for part in (cfg.actor, cfg.critic):
+        assert not hasattr(part, "lr") and hasattr(part.optim, "lr")
+        assert not hasattr(part.optim, "deepspeed")  # the engine is the run's (--deepspeed)

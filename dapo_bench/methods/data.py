@@ -15,6 +15,7 @@ Not covered: mixing several training tasks in one run.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from dapo_bench.io import atomic_write_jsonl, read_jsonl
@@ -78,13 +79,24 @@ def load_train_problems(ctx: Any, limit: int | None = None, tokenizer: Any = Non
     ]
 
 
-def rollout_stage(ctx: Any, cfg: Any) -> tuple[list[Group], dict[str, str]]:
-    """Stage ``rollouts``: sample and score on the reference policy; ``<run>/rollouts.jsonl``.
+@dataclass(frozen=True)
+class OfflineSampling:
+    """The sampling settings of the offline baselines' ``rollouts`` stage (RFT's and DPO's
+    configs extend it): n_problems: training problems to sample on (None = all);
+    samples_per_prompt: responses per problem; temperature, top_p, max_new_tokens: sampling;
+    rollout_frac: the share of a FLOP budget that sampling may spend."""
 
-    ``cfg`` needs n_problems, samples_per_prompt, temperature, top_p, max_new_tokens and
-    rollout_frac (the share of a FLOP budget sampling may spend). Returns the groups and the
-    prompt of each problem id.
-    """
+    n_problems: int | None = None
+    samples_per_prompt: int = 16
+    temperature: float = 1.0
+    top_p: float = 1.0
+    max_new_tokens: int = 1024
+    rollout_frac: float = 0.5
+
+
+def rollout_stage(ctx: Any, cfg: OfflineSampling) -> tuple[list[Group], dict[str, str]]:
+    """Stage ``rollouts``: sample and score on the reference policy; ``<run>/rollouts.jsonl``.
+    Returns the groups and the prompt of each problem id."""
     from dapo_bench.generation.base import SamplingParams
     from dapo_bench.training.rollouts import sample_groups
 

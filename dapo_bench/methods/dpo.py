@@ -26,7 +26,7 @@ import torch.nn.functional as F
 
 from dapo_bench.ledger import Ledger
 from dapo_bench.methods.base import MethodOutput, register_method, train_stage
-from dapo_bench.methods.data import as_groups, rollout_stage
+from dapo_bench.methods.data import OfflineSampling, as_groups, rollout_stage
 from dapo_bench.models import load_policy, save_policy
 from dapo_bench.training.batches import encode_pairs, sequence_logprobs
 from dapo_bench.training.engine import ONE_PROCESS, EngineConfig, OptimConfig, make_engine
@@ -94,22 +94,16 @@ def build_pairs(
 
 
 @dataclass(frozen=True)
-class DPOConfig:
+class DPOConfig(OfflineSampling):
     """DPO settings.
 
-    n_problems, samples_per_prompt, temperature, top_p, max_new_tokens, rollout_frac: the
-    sampling stage (as in RFT); max_pairs_per_prompt: (correct, wrong) pairs per problem;
-    beta: inverse temperature of the implicit reward (0.1); label_smoothing: conservative-DPO
+    The sampling stage's (``OfflineSampling``: n_problems, samples_per_prompt, temperature,
+    top_p, max_new_tokens, rollout_frac); max_pairs_per_prompt: (correct, wrong) pairs per
+    problem; beta: inverse temperature of the implicit reward (0.1); label_smoothing: conservative-DPO
     epsilon (0 = plain DPO); epochs, batch_size (pairs per step), max_length: training;
     optim.lr: learning rate.
     """
 
-    n_problems: int | None = None
-    samples_per_prompt: int = 16
-    temperature: float = 1.0
-    top_p: float = 1.0
-    max_new_tokens: int = 1024
-    rollout_frac: float = 0.5
     max_pairs_per_prompt: int = 4
     beta: float = 0.1
     label_smoothing: float = 0.0

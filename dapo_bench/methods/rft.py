@@ -21,29 +21,20 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dapo_bench.methods.base import MethodOutput, register_method, train_stage
-from dapo_bench.methods.data import as_groups, rollout_stage
+from dapo_bench.methods.data import OfflineSampling, as_groups, rollout_stage
 from dapo_bench.models import load_policy, save_policy
 from dapo_bench.training.engine import OptimConfig
 from dapo_bench.training.sft import SFTConfig, train_sft
 
 
 @dataclass(frozen=True)
-class RFTConfig:
-    """RFT settings.
-
-    n_problems: training problems to sample on (None = all); samples_per_prompt: responses
-    sampled per problem; temperature, top_p, max_new_tokens: sampling; max_per_prompt: distinct
-    correct responses kept per problem; rollout_frac: share of a FLOP budget that sampling may
-    spend; sft: the fine-tuning settings (epochs, batch_size, optim.lr, ...).
+class RFTConfig(OfflineSampling):
+    """RFT settings: the sampling stage's (``OfflineSampling``: n_problems, samples_per_prompt,
+    temperature, top_p, max_new_tokens, rollout_frac); max_per_prompt: distinct correct
+    responses kept per problem; sft: the fine-tuning settings (epochs, batch_size, optim.lr, ...).
     """
 
-    n_problems: int | None = None
-    samples_per_prompt: int = 16
-    temperature: float = 1.0
-    top_p: float = 1.0
-    max_new_tokens: int = 1024
     max_per_prompt: int = 4
-    rollout_frac: float = 0.5
     sft: SFTConfig = field(default_factory=lambda: SFTConfig(
         epochs=3.0, batch_size=64, max_length=2048, optim=OptimConfig(lr=1e-5)))
 
