@@ -1,8 +1,13 @@
-"""Policies on disk: load and save a causal LM with its tokenizer, count its parameters.
+"""Policies on disk: load and save a causal LM with its tokenizer, count its parameters, and
+turn a rendered prompt into token ids.
 
 Generation and training both come here for a model (neither imports the other for it).
 ``load_policy`` reads a local directory or a hub id (padding on the left, a pad token where the
-tokenizer has none); ``save_policy`` writes atomically beside the target and renames into place.
+tokenizer has none) onto ``device`` ("auto": the GPU when there is one, else the CPU);
+``save_policy`` writes atomically beside the target and renames into place.
+``encode_prompt`` is THE tokenisation of a prompt, used by sampling, training and eval alike:
+the tokenizer's special tokens (BOS) are added unless the rendered text already starts with
+the BOS token (a chat template that writes it), so no path gets a double or a missing BOS.
 With several ranks ``save_policy`` is a collective: ZeRO-3 parameters are gathered on every rank,
 rank 0 writes, and all leave after a barrier (so the others can then read the directory).
 
@@ -21,25 +26,58 @@ from dapo_bench import dist
 from dapo_bench.errors import UserError
 
 
-def load_policy(path: str | os.PathLike, *, dtype: str = "float32", device: str = "cpu"):
-    """Load (model, tokenizer) from a local directory or a hub id; padding on the left."""
+def resolve_device(device: str = "auto") -> str:
+    """"auto" -> "cuda" when a GPU is visible (this rank's, under a launcher), else "cpu"."""
+    if device != "auto":
+        return device
     import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-    from transformers.utils import logging as hf_logging
 
-    hf_logging.disable_progress_bar()  # our own progress bars and logs say what is loading
+    if not torch.cuda.is_available():
+        return "cpu"
+    return f"cuda:{os.environ.get('LOCAL_RANK', '0')}" if dist.world_size() > 1 else "cuda"
+
+
+def encode_prompt(tokenizer: Any, text: str) -> list[int]:
+    """The token ids of a rendered prompt (see the module doc for the BOS rule)."""
+    bos = getattr(tokenizer, "bos_token", None)
+    special = not (bos and text.startswith(bos))
+    return list(tokenizer(text, add_special_tokens=special)["input_ids"])
+
+
+def _check_dir(path: str | os.PathLike) -> None:
     p = Path(path)
     if (str(path).startswith((".", "/", "~")) or p.exists()) and not (p / "config.json").is_file():
         raise UserError(f"{path}: not a model directory (no config.json)")
+
+
+def load_tokenizer(path: str | os.PathLike) -> Any:
+    """The policy's tokenizer: padding on the left, EOS as pad where it has no pad token."""
+    from transformers import AutoTokenizer
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()  # our own progress bars and logs say what is loading
+    _check_dir(path)
     try:
         tok = AutoTokenizer.from_pretrained(str(path))
-        model = AutoModelForCausalLM.from_pretrained(str(path), dtype=getattr(torch, dtype))
     except OSError as e:
-        raise UserError(f"{path}: cannot load model ({str(e).splitlines()[0]})") from None
+        raise UserError(f"{path}: cannot load the tokenizer ({str(e).splitlines()[0]})") from None
     if tok.pad_token_id is None:
         tok.pad_token = tok.eos_token
     tok.padding_side = "left"
-    return model.to(device), tok
+    return tok
+
+
+def load_policy(path: str | os.PathLike, *, dtype: str = "float32", device: str = "auto"):
+    """Load (model, tokenizer) from a local directory or a hub id (see the module doc)."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    tok = load_tokenizer(path)
+    try:
+        model = AutoModelForCausalLM.from_pretrained(str(path), dtype=getattr(torch, dtype))
+    except OSError as e:
+        raise UserError(f"{path}: cannot load model ({str(e).splitlines()[0]})") from None
+    return model.to(resolve_device(device)), tok
 
 
 def save_policy(model: Any, tokenizer: Any, out_dir: str | os.PathLike) -> Path:

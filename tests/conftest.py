@@ -14,3 +14,57 @@ def model_dir(tmp_path_factory):
     tiny_llama(tok, d=32, layers=2, heads=2, ffn=64, seed=5).save_pretrained(d)
     tok.save_pretrained(d)
     return str(d)
+
+
+# Llama-3's pre-tokenizer regex: punctuation followed by newlines is ONE pre-token, so byte-level
+# BPE learns tokens such as ".\n\n" that span a step boundary (the bug class a char-level
+# tokenizer hides).
+LLAMA3_SPLIT = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|"
+                r" ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
+BPE_CORPUS = [
+    "Let x = 3.\n\nThen 2x = 6.\n\nSo the answer is \\boxed{6}.",
+    "12+3=15\n15*2=30\n\\boxed{30}",
+    "First, add the numbers.\n\nNext, multiply.\n\nThe answer is \\boxed{42}.",
+    "Janet has 16 eggs. She eats 3.\n\nShe sells 13 for $2 each: 26 dollars.\n\n#### 26",
+] * 20 + [f"{a}+{b}={a + b}\n" for a in range(30) for b in range(30)]
+
+
+def build_bpe_tokenizer(vocab_size: int = 400, bos: bool = True):
+    """A byte-level BPE tokenizer with Llama-3 pre-tokenisation, trained in-process: BOS added
+    by its post-processor (when ``bos``), an EOS, a pad, and a small chat template."""
+    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    special = ["<|begin_of_text|>", "<|eot_id|>", "<|pad|>"]
+    tk = Tokenizer(models.BPE())
+    tk.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Split(Regex(LLAMA3_SPLIT), behavior="isolated"),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
+    tk.decoder = decoders.ByteLevel()
+    tk.train_from_iterator(BPE_CORPUS, trainers.BpeTrainer(
+        vocab_size=vocab_size, special_tokens=special,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    if bos:
+        tk.post_processor = processors.TemplateProcessing(
+            single="<|begin_of_text|> $A", special_tokens=[("<|begin_of_text|>", 0)])
+    tok = PreTrainedTokenizerFast(tokenizer_object=tk, bos_token="<|begin_of_text|>",
+                                  eos_token="<|eot_id|>", pad_token="<|pad|>",
+                                  padding_side="left", clean_up_tokenization_spaces=False)
+    tok.chat_template = ("{{ bos_token }}{% for m in messages %}<|{{ m['role'] }}|>\n"
+                         "{{ m['content'] }}\n{% endfor %}{% if add_generation_prompt %}"
+                         "<|assistant|>\n{% endif %}")
+    return tok
+
+
+@pytest.fixture(scope="session")
+def bpe_dir(tmp_path_factory):
+    """A saved random-init 2-layer Llama over the Llama-3-style BPE tokenizer above."""
+    from dapo_bench.toy.model import tiny_llama
+
+    d = tmp_path_factory.mktemp("bpe") / "policy"
+    tok = build_bpe_tokenizer()
+    model = tiny_llama(tok, d=32, layers=2, heads=2, ffn=64, seed=7)
+    model.config.bos_token_id = tok.bos_token_id
+    model.save_pretrained(d)
+    tok.save_pretrained(d)
+    return str(d)

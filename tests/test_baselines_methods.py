@@ -86,14 +86,17 @@ def test_token_values_align_with_states():
 def test_dpo_prefers_chosen_and_sample_groups_respects_budget(tmp_path):
     tok = build_char_tokenizer()
     model = tiny_llama(tok, d=32, layers=2, heads=2, ffn=64)
-    pairs = [Pair(f"{i}+1\n", f"{i + 1}", f"{i + 2}") for i in range(8)]
-    cb = encode_pairs(tok, [p.prompt for p in pairs], [p.chosen for p in pairs], add_eos=True)
-    rb = encode_pairs(tok, [p.prompt for p in pairs], [p.rejected for p in pairs], add_eos=True)
+    texts = [(f"{i}+1\n", f"{i + 1}", f"{i + 2}") for i in range(8)]
+    cb = encode_pairs(tok, [p for p, _, _ in texts], [c for _, c, _ in texts], add_eos=True)
+    rb = encode_pairs(tok, [p for p, _, _ in texts], [r for _, _, r in texts], add_eos=True)
+    ids = lambda t, eos=True: tok(t, add_special_tokens=False)["input_ids"] + (
+        [tok.eos_token_id] if eos else [])
+    pairs = [Pair(ids(p, False), ids(c), ids(r)) for p, c, r in texts]
     with torch.no_grad():
         margin0 = (sequence_logprobs(model, cb) - sequence_logprobs(model, rb)).mean()
     led = Ledger(n_params=count_params(model))
     cfg = DPOConfig(beta=0.5, epochs=40, batch_size=8, optim=OptimConfig(lr=3e-3))
-    hist = train_dpo(model, tok, pairs, cfg, ledger=led)
+    hist = train_dpo(model, tok, pairs, cfg, ledger=led).history
     with torch.no_grad():
         margin1 = (sequence_logprobs(model, cb) - sequence_logprobs(model, rb)).mean()
     assert margin1 > margin0 + 1.0

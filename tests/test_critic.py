@@ -54,23 +54,31 @@ def tiny_lm():
     return tiny_llama(tok, d=32, layers=2, heads=2, ffn=64, seed=1), tok
 
 
+def _ids(tok, text):
+    return tok(text, add_special_tokens=False)["input_ids"]
+
+
 def test_value_model_learns_labels_and_roundtrips(tiny_lm, tmp_path):
     lm, tok = tiny_lm
     torch.manual_seed(0)
     vm = ValueModel.from_causal_lm(lm)
     # the head starts at zero: V = 0.5 everywhere
-    data = [("12+3\n", "12+3=15\n", 1.0), ("12+3\n", "12+3=16\n", 0.0),
-            ("40-7\n", "40-7=33\n", 1.0), ("40-7\n", "40-7=31\n", 0.0)] * 4
-    before = score_values(vm, tok, [(p, s) for p, s, _ in data[:4]])
+    data = [(_ids(tok, p + s), y) for p, s, y in [
+        ("12+3\n", "12+3=15\n", 1.0), ("12+3\n", "12+3=16\n", 0.0),
+        ("40-7\n", "40-7=33\n", 1.0), ("40-7\n", "40-7=31\n", 0.0)]] * 4
+    pad = tok.pad_token_id
+    before = score_values(vm, pad, [c for c, _ in data[:4]])
     assert before == pytest.approx([0.5] * 4)
-    hist = train_critic(vm, tok, data, CriticConfig(optim=OptimConfig(lr=3e-3), epochs=15,
-                                                     batch_size=8))
-    after = score_values(vm, tok, [(p, s) for p, s, _ in data[:4]])
+    st = train_critic(vm, pad, data, CriticConfig(optim=OptimConfig(lr=3e-3), epochs=15,
+                                                   batch_size=8))
+    hist = st.history
+    after = score_values(vm, pad, [c for c, _ in data[:4]])
     assert hist[-1]["loss"] < hist[0]["loss"] < math.log(2) + 1e-3
     assert after[0] > 0.7 and after[2] > 0.7 and after[1] < 0.3 and after[3] < 0.3
+    assert st.counts == {"rows": 16 * 15, "context_cut": 0, "response_cut": 0}
     vm.save(tok, tmp_path / "critic")
     vm2, tok2 = ValueModel.load(tmp_path / "critic")
-    again = score_values(vm2, tok2, [(p, s) for p, s, _ in data[:4]])
+    again = score_values(vm2, tok2.pad_token_id, [c for c, _ in data[:4]])
     assert again == pytest.approx(after, abs=1e-5)
 
 
@@ -78,27 +86,41 @@ def test_value_reads_last_real_token_despite_padding(tiny_lm):
     lm, tok = tiny_lm
     vm = ValueModel.from_causal_lm(lm)
     torch.nn.init.normal_(vm.head.weight)
-    short, long = ("1+1\n", "1+1=2\n"), ("1+1\n", "1+1=2\n\\boxed{2}")
-    both = score_values(vm, tok, [short, long], batch_size=2)
-    alone = score_values(vm, tok, [short], batch_size=1)
+    short, long = _ids(tok, "1+1\n1+1=2\n"), _ids(tok, "1+1\n1+1=2\n\\boxed{2}")
+    both = score_values(vm, tok.pad_token_id, [short, long], batch_size=2)
+    alone = score_values(vm, tok.pad_token_id, [short], batch_size=1)
     assert both[0] == pytest.approx(alone[0], abs=1e-5)
     assert both[0] != pytest.approx(both[1], abs=1e-4)
+    # a state over max_length keeps its END: the value is that of its last tokens
+    cut = score_values(vm, tok.pad_token_id, [long], max_length=len(short))
+    assert cut[0] == pytest.approx(score_values(vm, tok.pad_token_id,
+                                                [long[-len(short):]])[0], abs=1e-5)
 
 
-def test_critic_examples_add_one_sample_labels_of_s_plus_first_step():
-    row = {"key": "p1/k", "problem_id": "p1", "prefix": "4*3=12\n", "value": 0.5,
-           "completions": [
-               {"text": "12+5=17\n\\boxed{17}", "reward": 1.0, "finish_reason": "stop"},
-               {"text": "12+5=18\n\\boxed{18}", "reward": 0.0, "finish_reason": "stop"},
-               {"text": "\\boxed{17}", "reward": 1.0, "finish_reason": "stop"},  # terminal
-               {"text": "12+5=17\n", "reward": 0.0, "finish_reason": "length"},
-           ]}
-    prompts = {"p1/k": "4*3+5\n"}
-    plain = critic_examples([row], prompts)
-    assert plain == [("4*3+5\n", "4*3=12\n", 0.5, "p1", True)]
-    ex = critic_examples([row], prompts, step_labels=True)
+def test_critic_examples_add_one_sample_labels_of_s_plus_first_step(tiny_lm):
+    from dapo_bench.training.rollouts import StepSplitter
+
+    _, tok = tiny_lm
+    eos = tok.eos_token_id
+
+    def comp(text, reward, finish):
+        return {"text": text, "reward": reward, "finish_reason": finish,
+                "token_ids": _ids(tok, text) + ([eos] if finish == "stop" else [])}
+
+    prompt, prefix = _ids(tok, "4*3+5\n"), _ids(tok, "4*3=12\n")
+    row = {"key": "p1/k", "problem_id": "p1", "prefix_ids": prefix, "value": 0.5,
+           "completions": [comp("12+5=17\n\\boxed{17}", 1.0, "stop"),
+                           comp("12+5=18\n\\boxed{18}", 0.0, "stop"),
+                           comp("\\boxed{17}", 1.0, "stop"),  # terminal
+                           comp("12+5=17\n", 0.0, "length")]}
+    prompts = {"p1/k": prompt}
+    split = StepSplitter(tok)
+    plain = critic_examples([row], prompts, split)
+    assert plain == [(prompt + prefix, 0.5, "p1", True)]
+    ex = critic_examples([row], prompts, split, step_labels=True)
     assert ex[0] == plain[0]
     # the terminal step is valued by its reward in stage B, so the critic never sees it
-    assert ex[1:] == [("4*3+5\n", "4*3=12\n12+5=17\n", 1.0, "p1", False),
-                      ("4*3+5\n", "4*3=12\n12+5=18\n", 0.0, "p1", False),
-                      ("4*3+5\n", "4*3=12\n12+5=17\n", 0.0, "p1", False)]
+    s = prompt + prefix
+    assert ex[1:] == [(s + _ids(tok, "12+5=17\n"), 1.0, "p1", False),
+                      (s + _ids(tok, "12+5=18\n"), 0.0, "p1", False),
+                      (s + _ids(tok, "12+5=17\n"), 0.0, "p1", False)]

@@ -22,7 +22,26 @@ from dapo_bench.methods.dapo.advantages import (
 from dapo_bench.toy.model import tiny_llama
 from dapo_bench.toy.tokenizer import build_char_tokenizer
 from dapo_bench.training.engine import OptimConfig
-from dapo_bench.training.rollouts import make_states, select_balanced, split_steps
+from dapo_bench.training.rollouts import StepSplitter, make_states, select_balanced, split_steps
+
+TOK = build_char_tokenizer()
+EOS = TOK.eos_token_id
+SPLIT = StepSplitter(TOK)
+
+
+def ids(text: str) -> list[int]:
+    return TOK(text, add_special_tokens=False)["input_ids"]
+
+
+def comp(text: str, reward: float, finish: str = "stop") -> dict:
+    """A completion row as the rollout path writes it (EOS in the ids when it stopped)."""
+    return {"text": text, "reward": reward, "finish_reason": finish,
+            "token_ids": ids(text) + ([EOS] if finish == "stop" else [])}
+
+
+def cand(text: str, terminal: bool, reward=None, outcome=None) -> Candidate:
+    return Candidate(tuple(ids(text) + ([EOS] if terminal else [])), text, terminal, reward,
+                     outcome)
 
 
 # ----------------------------------------------------------------------------- steps
@@ -37,9 +56,11 @@ def test_split_steps_keeps_newlines_and_roundtrips():
 
 
 def test_make_states_are_prefixes_with_their_next_step():
-    states = make_states("3+4\n", "3+4=7\n\\boxed{7}")
-    assert [s["prefix"] for s in states] == ["", "3+4=7\n"]
-    assert [s["action"] for s in states] == ["3+4=7\n", "\\boxed{7}"]
+    steps = SPLIT.split(ids("3+4=7\n\\boxed{7}") + [EOS])
+    assert steps == [ids("3+4=7\n"), ids("\\boxed{7}") + [EOS]]
+    states = make_states(steps)
+    assert [s["prefix_ids"] for s in states] == [[], ids("3+4=7\n")]
+    assert [s["action_ids"] for s in states] == steps
     assert [s["t"] for s in states] == [0, 1] and states[0]["n_steps"] == 2
 
 
@@ -58,43 +79,40 @@ def test_select_balanced_half_correct_half_wrong_and_fills_gaps():
 
 # ----------------------------------------------------------------------------- advantages
 def test_candidates_first_steps_terminal_only_when_stopped():
-    comps = [
-        {"text": "12+3=15\n\\boxed{15}", "reward": 1.0, "finish_reason": "stop"},
-        {"text": "\\boxed{15}", "reward": 1.0, "finish_reason": "stop"},
-        {"text": "\\boxed{1", "reward": 0.0, "finish_reason": "length"},
-        {"text": "", "reward": 0.0, "finish_reason": "stop"},
-    ]
-    c = candidates_from_completions(comps)
-    assert c == [Candidate("12+3=15\n", False), Candidate("\\boxed{15}", True, 1.0),
-                 Candidate("\\boxed{1", False)]
+    comps = [comp("12+3=15\n\\boxed{15}", 1.0), comp("\\boxed{15}", 1.0),
+             comp("\\boxed{1", 0.0, "length"), comp("", 0.0),
+             {"text": "", "reward": 0.0, "finish_reason": "length", "token_ids": []}]
+    c = candidates_from_completions(comps, SPLIT)
+    # stopping at once (only EOS generated) is an action too: the ids are what was sampled
+    assert c == [cand("12+3=15\n", False), cand("\\boxed{15}", True, 1.0),
+                 cand("\\boxed{1", False), cand("", True, 0.0)]
+    assert c[1].ids[-1] == EOS and c[0].text == "12+3=15\n"
 
 
 def test_advantages_and_filtering_on_a_hand_made_state():
-    cands = [Candidate("12+3=15\n", False), Candidate("12+3=16\n", False),
-             Candidate("\\boxed{15}", True, 1.0), Candidate("12+3=15\n", False)]
+    cands = [cand("12+3=15\n", False), cand("12+3=16\n", False),
+             cand("\\boxed{15}", True, 1.0), cand("12+3=15\n", False)]
     values = [0.8, 0.2, None, 0.8]  # critic V(s + a_i); the terminal step uses its reward
     acts = state_advantages(cands, values, min_spread=0.1)
     # values 0.8, 0.2, 1.0, 0.8 -> mean 0.7 -> A = 0.1, -0.5, 0.3 (duplicate merged)
     assert [a["text"] for a in acts] == ["12+3=15\n", "12+3=16\n", "\\boxed{15}"]
     assert [a["adv"] for a in acts] == pytest.approx([0.1, -0.5, 0.3])
     assert [a["eos"] for a in acts] == [False, False, True]
+    assert [a["ids"] for a in acts] == [ids("12+3=15\n"), ids("12+3=16\n"),
+                                        ids("\\boxed{15}") + [EOS]]
     # a state whose advantages spread less than the threshold is dropped
-    flat = [Candidate("a\n", False), Candidate("b\n", False)]
+    flat = [cand("a\n", False), cand("b\n", False)]
     assert state_advantages(flat, [0.50, 0.58], min_spread=0.1) is None
     assert state_advantages(flat, [0.50, 0.58], min_spread=0.05) is not None
     # a single unique action carries no preference
-    assert state_advantages([Candidate("a\n", False)] * 3, [0.1, 0.1, 0.1]) is None
+    assert state_advantages([cand("a\n", False)] * 3, [0.1, 0.1, 0.1]) is None
 
 
 # ----------------------------------------------------------------------------- actor loss
 def test_value_estimators_on_a_hand_made_state():
-    comps = [
-        {"text": "12+3=15\n15*2=30\n\\boxed{30}", "reward": 1.0, "finish_reason": "stop"},
-        {"text": "12+3=15\n15*2=31\n\\boxed{31}", "reward": 0.0, "finish_reason": "stop"},
-        {"text": "12+3=16\n16*2=32\n\\boxed{32}", "reward": 0.0, "finish_reason": "stop"},
-        {"text": "12+3=15\n15*2=30\n\\boxed{30}", "reward": 1.0, "finish_reason": "stop"},
-    ]
-    cands = candidates_from_completions(comps)
+    comps = [comp("12+3=15\n15*2=30\n\\boxed{30}", 1.0), comp("12+3=15\n15*2=31\n\\boxed{31}", 0.0),
+             comp("12+3=16\n16*2=32\n\\boxed{32}", 0.0), comp("12+3=15\n15*2=30\n\\boxed{30}", 1.0)]
+    cands = candidates_from_completions(comps, SPLIT)
     assert [c.outcome for c in cands] == [1.0, 0.0, 0.0, 1.0]
     critic = [0.5, 0.5, 0.4, 0.5]  # V(s + a_i) of the two distinct steps
     est = {e.name: e for e in VALUE_ESTIMATORS}
@@ -109,7 +127,7 @@ def test_value_estimators_on_a_hand_made_state():
     acts = state_advantages(cands, est["mc"].obj(cands, critic, 0.0), min_spread=0.1)
     assert [a["adv"] for a in acts] == pytest.approx([1 / 6, -0.5])
     with pytest.raises(ValueError, match="no outcome"):
-        est["mc"].obj([Candidate("a\n", False)], [0.1], 0.0)
+        est["mc"].obj([cand("a\n", False)], [0.1], 0.0)
 
 
 def test_actor_loss_and_gradient_against_hand_computation():
@@ -146,19 +164,20 @@ def test_train_actor_regresses_log_ratios_onto_a_over_beta(tiny_policy):
 
     model = copy.deepcopy(model)
     states = [
-        {"prompt": "12+3\n", "prefix": "", "actions": [
-            {"text": "12+3=15\n", "eos": False, "adv": 0.4},
-            {"text": "12+3=16\n", "eos": False, "adv": -0.4}]},
-        {"prompt": "40-7\n", "prefix": "40-7=33\n", "actions": [
-            {"text": "\\boxed{33}", "eos": True, "adv": 0.5},
-            {"text": "\\boxed{31}", "eos": True, "adv": -0.5}]},
+        {"prompt_ids": ids("12+3\n"), "prefix_ids": [], "actions": [
+            {"ids": ids("12+3=15\n"), "eos": False, "adv": 0.4},
+            {"ids": ids("12+3=16\n"), "eos": False, "adv": -0.4}]},
+        {"prompt_ids": ids("40-7\n"), "prefix_ids": ids("40-7=33\n"), "actions": [
+            {"ids": ids("\\boxed{33}") + [EOS], "eos": True, "adv": 0.5},
+            {"ids": ids("\\boxed{31}") + [EOS], "eos": True, "adv": -0.5}]},
     ]
-    ref = reference_logprobs(model, tok, states)
-    hist = train_actor(model, tok, states, ref, beta=1.0,
-                       cfg=ActorConfig(optim=OptimConfig(lr=3e-3), epochs=40,
-                                       batch_actions=4))
+    pad = tok.pad_token_id
+    ref = reference_logprobs(model, pad, states)
+    st = train_actor(model, pad, states, ref, beta=1.0,
+                     cfg=ActorConfig(optim=OptimConfig(lr=3e-3), epochs=40, batch_actions=4))
+    hist = st.history
     assert len(hist) == 40 and hist[-1]["loss"] < 0.1 * hist[0]["loss"]
-    after = reference_logprobs(model, tok, states)
+    after = reference_logprobs(model, pad, states)
     ratios = [a - r for s_a, s_r in zip(after, ref) for a, r in zip(s_a, s_r)]
     # the log-ratios approach their regression targets A / beta
     assert ratios == pytest.approx([0.4, -0.4, 0.5, -0.5], abs=0.15)

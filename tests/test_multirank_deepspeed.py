@@ -29,7 +29,9 @@ from dapo_bench.training.engine import EngineConfig, OptimConfig
 
 pytestmark = pytest.mark.deepspeed
 
-DATA = [("12+3=", "", 0.8), ("7*8=5", "", 0.1), ("40-9=", "3", 0.6), ("5+5=", "1", 0.9)]
+TEXTS = [("12+3=", 0.8), ("7*8=5", 0.1), ("40-9=3", 0.6), ("5+5=1", 0.9)]
+_TOK = build_char_tokenizer()
+DATA = [(_TOK(t, add_special_tokens=False)["input_ids"], y) for t, y in TEXTS]
 
 
 def _critic(stage: str):
@@ -39,7 +41,7 @@ def _critic(stage: str):
     tok = build_char_tokenizer()
     vm = ValueModel.from_causal_lm(tiny_llama(tok, seed=0, d=32, layers=2, heads=2, ffn=64))
     cfg = CriticConfig(optim=OptimConfig(lr=1e-2), epochs=2.0, batch_size=2)
-    train_critic(vm, tok, DATA, cfg, engine_cfg=EngineConfig(stage))
+    train_critic(vm, tok.pad_token_id, DATA, cfg, engine_cfg=EngineConfig(stage))
     return vm, tok
 
 
@@ -59,8 +61,9 @@ def test_zero3_critic_save_gathers_backbone_and_head(tmp_path, monkeypatch):
     assert float(want.head.weight.detach().abs().sum()) > 0  # the head moved off its zero init
     for name, value in want.state_dict().items():
         assert torch.allclose(got.state_dict()[name], value, atol=1e-5), name
-    texts = [(p, s) for p, s, _ in DATA]
-    assert score_values(got, tok, texts) == pytest.approx(score_values(want, tok, texts),
+    texts = [c for c, _ in DATA]
+    pad = tok.pad_token_id
+    assert score_values(got, pad, texts) == pytest.approx(score_values(want, pad, texts),
                                                           abs=1e-5)
 
 

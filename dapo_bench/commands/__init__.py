@@ -11,4 +11,5 @@ COMMAND_MODULES = (
     "dapo_bench.commands.eval",
     "dapo_bench.commands.train",
     "dapo_bench.commands.leaderboard",
+    "dapo_bench.commands.audit",
 )

@@ -14,12 +14,13 @@ from dapo_bench.provenance import hash_path
 
 
 def model_info(gen: Any, arg: Any) -> dict:
-    """Path, content hash (of a local directory; hub ids are recorded as such), size, name."""
+    """Path, content hash (of a local directory; hub ids are recorded as such), size, name,
+    and the device it ran on."""
     path = str(getattr(gen, "model_path", None) or arg)
     p = Path(path)
     digest = hash_path(p) if p.exists() else f"hub:{path}"
     return {"path": path, "hash": digest, "n_params": int(gen.n_params),
-            "name": p.name or path}
+            "name": p.name or path, "device": str(getattr(gen, "device", "unknown"))}
 
 
 def task_result(task: Any, rows: list[dict], verifier: dict, max_new_tokens: int,

@@ -1,6 +1,9 @@
 """The Generator interface shared by every backend.
 
-Prompts are fully rendered strings (the task applies the chat template). A backend returns,
+A prompt is a fully rendered string (the task applies the chat template) or its token ids (a
+list of ints: what training passes, so that sampling sees exactly the ids it trains on). A
+string is tokenised by ``models.encode_prompt``, the one tokenisation every path uses
+(:func:`encode_prompts`). A backend returns,
 for each prompt, ``params.n`` completions in a fixed order; with the same seed, prompts and
 params it returns the same texts. ``stop`` strings end a completion and are not included in
 its text. Token log-probs (of the sampled tokens, under the unmodified model distribution at
@@ -14,10 +17,13 @@ counted once where the backend shares them).
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Union
 
 from dapo_bench.registry import Registry
+
+Prompt = Union[str, Sequence[int]]  # noqa: UP007 (a runtime alias on Python 3.10 too)
 
 
 @dataclass(frozen=True)
@@ -47,7 +53,7 @@ class Generator(ABC):
     last_prompt_tokens: int = 0
 
     @abstractmethod
-    def generate(self, prompts: list[str], params: SamplingParams) -> list[list[Completion]]:
+    def generate(self, prompts: list[Prompt], params: SamplingParams) -> list[list[Completion]]:
         """For each prompt, ``params.n`` completions."""
 
     @property
@@ -64,6 +70,15 @@ class Generator(ABC):
 
     def close(self) -> None:
         """Release the model and any worker processes."""
+
+
+def encode_prompts(tokenizer: Any, prompts: Sequence[Prompt]) -> tuple[list[list[int]], list[str]]:
+    """(token ids, seed key) of each prompt. The seed key is the decoded ids (special tokens
+    kept), so a prompt given as text or as its ids samples the same."""
+    from dapo_bench.models import encode_prompt
+
+    ids = [encode_prompt(tokenizer, p) if isinstance(p, str) else list(p) for p in prompts]
+    return ids, [tokenizer.decode(i) for i in ids]
 
 
 GENERATORS: Registry[type] = Registry(

@@ -3,7 +3,7 @@
 How it generates (our own decode loop over the model's forward with a KV cache, because
 ``model.generate`` cannot share one prompt's cache across its ``n`` samples):
 
-- Prompts are tokenised (with the tokenizer's special tokens, as vLLM does), sorted by length
+- Prompts (text or token ids, ``base.encode_prompts``) are sorted by length
   (longest first) and cut into groups of ``max(1, batch_size // n)`` prompts; results come back
   in input order.
 - A group is left-padded and encoded ONCE (prefill); its KV cache is then repeated ``n`` times
@@ -14,8 +14,8 @@ How it generates (our own decode loop over the model's forward with a KV cache, 
   and the cache (``batch_select_indices``), so a batch costs what its live rows cost.
 - ``temperature == 0``: greedy argmax, the same tokens as ``model.generate(do_sample=False)``.
   Otherwise temperature and top-p (nucleus) sampling by inverse CDF with one uniform number per
-  row and step drawn from that row's own ``torch.Generator``, seeded from (seed, prompt text,
-  occurrence of that text in the call, sample index): a prompt's samples do not depend on which
+  row and step drawn from that row's own ``torch.Generator``, seeded from (seed, prompt,
+  occurrence of that prompt in the call, sample index): a prompt's samples do not depend on which
   other prompts share its batch or on ``batch_size`` (up to float rounding of batched matmuls).
 - Stop strings: a row stops at the step whose token completes a stop string; its text is cut
   before the first occurrence. ``n_tokens`` counts the generated tokens (EOS included).
@@ -36,7 +36,14 @@ from typing import Any
 import torch
 
 from dapo_bench.errors import UserError
-from dapo_bench.generation.base import GENERATORS, Completion, Generator, SamplingParams
+from dapo_bench.generation.base import (
+    GENERATORS,
+    Completion,
+    Generator,
+    Prompt,
+    SamplingParams,
+    encode_prompts,
+)
 from dapo_bench.models import count_params, load_policy
 
 _DTYPES = ("float32", "bfloat16", "float16")
@@ -89,7 +96,7 @@ class HFGenerator(Generator):
         model: str,
         *,
         dtype: str = "float32",
-        device: str = "cpu",
+        device: str = "auto",
         batch_size: int = 64,
         threads: int | None = None,
     ):
@@ -105,9 +112,9 @@ class HFGenerator(Generator):
             raise UserError(f"hf backend: batch_size must be >= 1, got {batch_size}")
         self.model_path = str(model)
         self.dtype = dtype
-        self.device = device
         self.batch_size = batch_size
         self._model, self._tok = load_policy(model, dtype=dtype, device=device)
+        self.device = str(self._model.device)
         self._model.eval()
         self.last_prompt_tokens = 0
         self.last_generated_tokens = 0
@@ -152,12 +159,13 @@ class HFGenerator(Generator):
         return sorted(i for i in ids if i is not None)
 
     @torch.inference_mode()
-    def generate(self, prompts: list[str], params: SamplingParams) -> list[list[Completion]]:
+    def generate(self, prompts: list[Prompt], params: SamplingParams) -> list[list[Completion]]:
         check_params(params)
-        enc = [self._tok(p)["input_ids"] or [self._tok.eos_token_id] for p in prompts]
+        enc, keys = encode_prompts(self._tok, prompts)
+        enc = [e or [self._tok.eos_token_id] for e in enc]
         seen: Counter[str] = Counter()
         seeds = []
-        for p in prompts:
+        for p in keys:
             seeds.append([row_seed(params.seed, p, seen[p], j) for j in range(params.n)])
             seen[p] += 1
         results: list[list[Completion]] = [[] for _ in prompts]

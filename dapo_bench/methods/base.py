@@ -177,6 +177,7 @@ def run_training(
     overrides: list[str] | tuple[str, ...] = (),
 ) -> dict:
     """Train with ``method``, evaluate, write ``results.json``; returns the results dict."""
+    from dapo_bench.methods.data import check_training_data
     from dapo_bench.methods.report import train_results
     from dapo_bench.models import count_params, load_policy
 
@@ -188,6 +189,7 @@ def run_training(
     if opts.run_id is None:  # a function of the settings: rerunning the command resumes
         opts = dataclasses.replace(opts, run_id=default_run_id(method, opts, saved))
         saved["options"]["run_id"] = opts.run_id
+    train_data = check_training_data(opts)  # train and test never meet (a UserError if they do)
     ref_model, _ = load_policy(opts.model)  # a bad model dir fails before anything is written
     n_params = count_params(ref_model)
     del ref_model
@@ -200,7 +202,7 @@ def run_training(
     ctx.log(f"run dir {run_dir} (method {method}, preset {preset})")
     try:
         out = spec.fn(ctx, cfg)
-        results = train_results(ctx, spec, saved, out, t0)
+        results = train_results(ctx, spec, saved, out, t0, train_data)
     finally:
         ctx.close()
     return results

@@ -41,8 +41,25 @@ class RunContext:
         self.ledger = Ledger(n_params=n_params, budget_flops=opts.budget_flops)
         self.engine_cfg = EngineConfig(opts.deepspeed, opts.offload, opts.bf16)
         self.stage_seconds: dict[str, float] = {}
+        self.counts: dict[str, dict[str, int]] = {}  # per stage: items truncated, dropped, ...
+        self._tokenizer: Any = None
         self._gen: Any = None
         self._gen_model: str | None = None
+
+    @property
+    def tokenizer(self) -> Any:
+        """The reference policy's tokenizer (every policy of the run shares it)."""
+        if self._tokenizer is None:
+            from dapo_bench.models import load_tokenizer
+
+            self._tokenizer = load_tokenizer(self.opts.model)
+        return self._tokenizer
+
+    def count(self, stage: str, counts: dict[str, int]) -> None:
+        """Add to a stage's counts (kept in its marker and reported in results.json)."""
+        mine = self.counts.setdefault(stage, {})
+        for k, v in counts.items():
+            mine[k] = mine.get(k, 0) + int(v)
 
     # ------------------------------------------------------------------ progress
     @staticmethod
@@ -92,12 +109,15 @@ class RunContext:
         m = read_json(marker)
         if any(m["ledger"].values()):
             self.ledger.stages[name] = StageCount(**m["ledger"])
+        if m.get("counts"):
+            self.counts[name] = m["counts"]
         self.stage_seconds[name] = m["seconds"]
         self.log(f"stage {name}: {why}")
         return m["info"]
 
     def _run(self, name: str, fn: Callable[[], dict | None], marker: Path) -> dict:
         self.ledger.stages[name] = StageCount()
+        self.counts.pop(name, None)
         self.log(f"stage {name}: start")
         t0 = time.perf_counter()
         info = fn() or {}
@@ -108,7 +128,8 @@ class RunContext:
             self.ledger.stages.pop(name, None)
         if dist.is_main():
             atomic_write_json(marker, {"info": info, "seconds": secs,
-                                       "ledger": dataclasses.asdict(count)})
+                                       "ledger": dataclasses.asdict(count),
+                                       "counts": self.counts.get(name, {})})
         self.log(f"stage {name}: {secs:.1f}s, {self.ledger.stage_flops(name):.3g} FLOPs")
         return info
 

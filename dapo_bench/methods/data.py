@@ -1,11 +1,16 @@
 """A run's training data: problems and rewards from ``--task name[:split]``, and the sampled
 rollouts of the offline baselines.
 
-The training split is the one named after the colon, else the task spec's ``train.split``, else
-its source's ``train``/``rl_train`` split; with none the run trains on the task's default split
-(the caller is warned). Prompts are rendered by the task (the policy's chat template where the
-spec asks for one); rewards are the task's verifier (``Task.score``): a :class:`Verdict` per
-response, whose ``reward`` is 1.0 for a pass and 0.0 otherwise.
+Train and test never meet. A task trains only when its spec says it is a training set
+(``train.role: train``, e.g. ``gsm8k_train``, ``math_train``) or names a training split of a
+built-in source (``arith``: ``rl_train``; ``--task arith:SPLIT`` picks another); anything else is a
+UserError. Before any work :func:`check_disjoint` refuses training problems that also appear in
+an eval task of the run (same question text, whitespace and case aside), naming both.
+
+Prompts are rendered by the task through the policy's tokenizer (its chat template where the
+spec asks for one) and tokenised ONCE (``models.encode_prompt``); every method and the SFT
+control train on those ids, and sampling starts from them. Rewards are the task's verifier
+(``Task.score``): a :class:`Verdict` per response, whose ``reward`` is 1.0 for a pass, else 0.0.
 
 :func:`rollout_stage` is the resumable ``rollouts`` stage RFT and DPO share: the reference
 policy's samples of the training problems, scored (``<run>/rollouts.jsonl``).
@@ -15,27 +20,72 @@ Not covered: mixing several training tasks in one run.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from typing import Any
 
+from dapo_bench.errors import UserError
 from dapo_bench.io import atomic_write_jsonl, read_jsonl
 from dapo_bench.training.rollouts import Group, Request, TrainProblem, group_from_row
 
 
-def _split_for(ctx: Any) -> str | None:
+def train_split(task: str) -> str | None:
+    """The split ``--task`` trains on (None: a training-set task's own rows); see the doc."""
     from dapo_bench.tasks import TASKS
 
-    name, _, split = ctx.opts.task.partition(":")
-    if split:
-        return split
+    name, _, split = task.partition(":")
     spec = TASKS.get(name)
-    if spec.train.split:
-        return spec.train.split
-    for cand in ("rl_train", "train"):
-        if cand in (spec.source.splits or ()):
-            return cand
-    ctx.log(f"warning: task {name} has no training split; training on its default split")
-    return None
+    if spec.train.role == "train":
+        if split:
+            raise UserError(f"--task {task}: {name} is a training set; it has no splits")
+        return None
+    if not spec.train.split:
+        raise UserError(f"--task {task}: {name} is an eval task (its spec has no training split);"
+                        f" train on a training set such as gsm8k_train or math_train")
+    if split and split not in spec.source.splits:
+        raise UserError(f"--task {task}: unknown split {split!r} (splits: "
+                        f"{', '.join(spec.source.splits)})")
+    return split or spec.train.split
+
+
+def load_train_task(ctx: Any, limit: int | None = None):
+    """The training ``Task`` (first ``limit`` problems) for the run's ``--task``."""
+    from dapo_bench.tasks import load_task
+
+    name = ctx.opts.task.partition(":")[0]
+    return load_task(name, split=train_split(ctx.opts.task), data_dir=ctx.opts.data_dir,
+                     limit=limit)
+
+
+def question_key(text: str) -> str:
+    return hashlib.sha256(" ".join(str(text).split()).lower().encode()).hexdigest()[:16]
+
+
+def check_disjoint(train: Any, eval_tasks: list[Any]) -> dict:
+    """UserError if a training problem's question is also one of an eval task's; else a summary
+    of the training data (task, split, size, a hash of its questions) for the results."""
+    keys = {question_key(p.question) for p in train.problems}
+    for t in eval_tasks:
+        shared = [p.id for p in t.problems if question_key(p.question) in keys]
+        if shared:
+            raise UserError(
+                f"--task {train.name}: {len(shared)} of its problems are in eval task {t.name} "
+                f"(e.g. {t.name} id {shared[0]}); train and test must not meet: train on a "
+                f"training set (e.g. gsm8k_train) or evaluate on other tasks")
+    digest = hashlib.sha256("".join(sorted(keys)).encode()).hexdigest()[:16]
+    return {"task": train.name, "split": train.split, "n_problems": len(train.problems),
+            "questions_hash": digest,
+            "checked_against": {t.name: len(t.problems) for t in eval_tasks}}
+
+
+def check_training_data(opts: Any) -> dict:
+    """Load the run's training task and eval tasks and :func:`check_disjoint` them."""
+    from dapo_bench.tasks import load_task
+
+    name = opts.task.partition(":")[0]
+    train = load_task(name, split=train_split(opts.task), data_dir=opts.data_dir)
+    evals = [load_task(t, data_dir=opts.data_dir) for t in opts.eval_tasks]
+    return check_disjoint(train, evals)
 
 
 class Scorer:
@@ -54,29 +104,20 @@ class Scorer:
         self._cm.__exit__(None, None, None)
 
 
-def load_train_task(ctx: Any, limit: int | None = None):
-    """The training ``Task`` (first ``limit`` problems) for the run's ``--task``."""
-    from dapo_bench.tasks import load_task
-
-    name = ctx.opts.task.partition(":")[0]
-    return load_task(name, split=_split_for(ctx), data_dir=ctx.opts.data_dir, limit=limit)
-
-
-def load_train_problems(ctx: Any, limit: int | None = None, tokenizer: Any = None,
-                        task: Any = None) -> list[TrainProblem]:
-    """Training problems with rendered prompts and (where the source has one) a gold solution.
-
-    ``task``: the already loaded training task (else it is loaded with ``limit``)."""
-    from dapo_bench.tasks.sources import load_rows
+def load_train_problems(ctx: Any, limit: int | None = None, task: Any = None) -> list[TrainProblem]:
+    """Training problems: prompts rendered through the policy's tokenizer and tokenised once,
+    golds, and (where the spec has them) worked solutions. ``task``: the already loaded
+    training task (else it is loaded with ``limit``)."""
+    from dapo_bench.models import encode_prompt
 
     task = task or load_train_task(ctx, limit)
-    rows, _, _ = load_rows(task.spec, split=task.split, data_dir=ctx.opts.data_dir)
-    id_field = task.spec.fields.id
-    sol = {str(r.get(id_field, i)): r.get("solution") for i, r in enumerate(rows)}
-    return [
-        TrainProblem(p.id, task.prompt(p, tokenizer), str(p.gold), sol.get(p.id))
-        for p in task.problems
-    ]
+    tok = ctx.tokenizer
+    out = []
+    for p in task.problems:
+        text = task.prompt(p, tok)
+        out.append(TrainProblem(p.id, text, str(p.gold), p.solution,
+                                tuple(encode_prompt(tok, text))))
+    return out
 
 
 @dataclass(frozen=True)
@@ -94,15 +135,15 @@ class OfflineSampling:
     rollout_frac: float = 0.5
 
 
-def rollout_stage(ctx: Any, cfg: OfflineSampling) -> tuple[list[Group], dict[str, str]]:
+def rollout_stage(ctx: Any, cfg: OfflineSampling) -> tuple[list[Group], dict[str, tuple]]:
     """Stage ``rollouts``: sample and score on the reference policy; ``<run>/rollouts.jsonl``.
-    Returns the groups and the prompt of each problem id."""
+    Returns the groups and the prompt ids of each problem id."""
     from dapo_bench.generation.base import SamplingParams
     from dapo_bench.training.rollouts import sample_groups
 
     path = ctx.run_dir / "rollouts.jsonl"
     problems = load_train_problems(ctx, limit=cfg.n_problems)
-    prompts = {p.id: p.prompt for p in problems}
+    prompts = {p.id: p.prompt_ids for p in problems}
 
     def work() -> dict:
         scorer = Scorer(load_train_task(ctx, limit=cfg.n_problems))
@@ -133,6 +174,8 @@ def rollout_stage(ctx: Any, cfg: OfflineSampling) -> tuple[list[Group], dict[str
     return [group_from_row(r) for r in read_jsonl(path)], prompts
 
 
-def as_groups(groups: list[Group], prompts: dict[str, str]) -> list[tuple[str, list, list]]:
-    """(prompt, response texts, passed) per group: what RFT and DPO select from."""
-    return [(prompts[g.problem_id], g.texts, g.passed) for g in groups]
+def as_groups(groups: list[Group], prompts: dict[str, tuple]) -> list[tuple[tuple, list, list]]:
+    """(prompt ids, response ids as generated, passed) per group: what RFT and DPO select from
+    (token ids are the truth: the responses are trained on exactly as sampled)."""
+    return [(prompts[g.problem_id], [tuple(r.token_ids) for r in g.rollouts], g.passed)
+            for g in groups]

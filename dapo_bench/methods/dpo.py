@@ -28,7 +28,7 @@ from dapo_bench.ledger import Ledger
 from dapo_bench.methods.base import MethodOutput, register_method, train_stage
 from dapo_bench.methods.data import OfflineSampling, as_groups, rollout_stage
 from dapo_bench.models import load_policy, save_policy
-from dapo_bench.training.batches import encode_pairs, sequence_logprobs
+from dapo_bench.training.batches import pack_pairs, sequence_logprobs
 from dapo_bench.training.engine import ONE_PROCESS, EngineConfig, OptimConfig, make_engine
 from dapo_bench.training.loop import LossOut, shuffled_batches, steps_for, train_loop
 
@@ -61,9 +61,11 @@ def dpo_loss(
 
 @dataclass(frozen=True)
 class Pair:
-    prompt: str
-    chosen: str
-    rejected: str
+    """A prompt's (chosen, rejected) responses, as token ids (what was sampled)."""
+
+    prompt: Sequence[int]
+    chosen: Sequence[int]
+    rejected: Sequence[int]
 
 
 def build_pairs(
@@ -123,10 +125,10 @@ PRESETS: dict[str, dict] = {
 
 
 def _encode(tok, pairs: list[Pair], max_length: int):
-    """One batch: the chosen responses (rows 0..P-1), then the rejected ones (P..2P-1)."""
+    """One batch of ids: the chosen responses (rows 0..P-1), then the rejected (P..2P-1)."""
     prompts = [p.prompt for p in pairs] * 2
     resps = [p.chosen for p in pairs] + [p.rejected for p in pairs]
-    return encode_pairs(tok, prompts, resps, max_length=max_length, add_eos=True)
+    return pack_pairs(prompts, resps, pad_id=tok.pad_token_id, max_length=max_length)
 
 
 @torch.no_grad()
@@ -138,7 +140,7 @@ def reference_logprobs(ref, tok, pairs: list[Pair], cfg: DPOConfig, ledger: Ledg
     for s in range(0, len(pairs), cfg.batch_size):
         chunk = pairs[s : s + cfg.batch_size]
         b = _encode(tok, chunk, cfg.max_length)
-        lp = sequence_logprobs(ref, b)
+        lp = sequence_logprobs(ref, b.to(ref.device)).float().cpu()
         out[s : s + len(chunk), 0] = lp[: len(chunk)]
         out[s : s + len(chunk), 1] = lp[len(chunk) :]
         ledger.add_inf(stage, b.n_tokens)
@@ -147,8 +149,9 @@ def reference_logprobs(ref, tok, pairs: list[Pair], cfg: DPOConfig, ledger: Ledg
 
 def train_dpo(model, tok, pairs: list[Pair], cfg: DPOConfig, *, ledger: Ledger,
               stage: str = "train", seed: int = 0, engine_cfg: EngineConfig = ONE_PROCESS,
-              on_log=None) -> list[dict]:
-    """Train ``model`` in place on ``pairs``; pi_ref = ``model`` as it is on entry."""
+              on_log=None) -> Any:
+    """Train ``model`` in place on ``pairs``; pi_ref = ``model`` as it is on entry. Returns
+    the loop's stats (history, counts)."""
     torch.manual_seed(seed)
     ref_lp = reference_logprobs(model, tok, pairs, cfg, ledger, stage)
     engine = make_engine(model, cfg.optim, engine_cfg)
@@ -159,15 +162,15 @@ def train_dpo(model, tok, pairs: list[Pair], cfg: DPOConfig, *, ledger: Ledger,
         r = ref_lp[idx].to(lp.device)
         out = dpo_loss(lp[: len(idx)], lp[len(idx) :], r[:, 0], r[:, 1],
                        beta=cfg.beta, label_smoothing=cfg.label_smoothing)
-        return LossOut(out.loss, len(idx), b.n_tokens, {"pair_acc": out.accuracy})
+        return LossOut(out.loss, len(idx), b.n_tokens, {"pair_acc": out.accuracy},
+                       counts=b.cuts)
 
     total = steps_for(cfg.epochs, len(pairs), cfg.batch_size, whole_batches=False)
-    stats = train_loop(
+    return train_loop(
         engine, lambda epoch: shuffled_batches(len(pairs), cfg.batch_size, seed + epoch),
         loss_fn, total_steps=total, ledger=ledger, stage=stage,
         on_log=lambda st: on_log and on_log(st.history[-1]),
     )
-    return stats.history
 
 
 @register_method(
@@ -184,11 +187,13 @@ def run_dpo(ctx: Any, cfg: DPOConfig) -> MethodOutput:
         model, tok = load_policy(ctx.opts.model)
         history: list[dict] = []
         if pairs:
-            history = train_dpo(model, tok, pairs, cfg, ledger=ctx.ledger, stage="train",
-                                seed=ctx.opts.seed, engine_cfg=ctx.engine_cfg,
-                                on_log=lambda r: ctx.log(f"dpo step {r['step']}: loss "
-                                                         f"{r['loss']:.4f}, pair acc "
-                                                         f"{r['pair_acc']:.3f}"))
+            stats = train_dpo(model, tok, pairs, cfg, ledger=ctx.ledger, stage="train",
+                              seed=ctx.opts.seed, engine_cfg=ctx.engine_cfg,
+                              on_log=lambda r: ctx.log(f"dpo step {r['step']}: loss "
+                                                       f"{r['loss']:.4f}, pair acc "
+                                                       f"{r['pair_acc']:.3f}"))
+            history = stats.history
+            ctx.count("train", stats.counts)
         else:
             ctx.log("dpo: no (correct, wrong) pair to train on; the policy is unchanged")
         save_policy(model, tok, out_dir)

@@ -61,6 +61,8 @@ def run_online(ctx: Any, cfg: Any, train_fn: Callable) -> MethodOutput:
                                    stage="train", seed=ctx.opts.seed, engine_cfg=ctx.engine_cfg,
                                    on_log=log)
             save_policy(policy.model, policy.tokenizer, out_dir)
+            ctx.count("train", {k: sum(h[k] for h in history)
+                                for k in ("rows", "context_cut", "response_cut")})
         finally:
             scorer.close()
             policy.close()

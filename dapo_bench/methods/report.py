@@ -47,16 +47,17 @@ def eval_policy(ctx: Any, model_dir: str, label: str) -> dict:
     return info
 
 
-def train_problem_solutions(ctx: Any) -> list[tuple[str, str]]:
-    """(prompt, gold solution) pairs of the training split (for the SFT control)."""
+def train_problem_solutions(ctx: Any) -> list[tuple[list[int], list[int]]]:
+    """SFT rows (prompt ids, gold solution ids + EOS) of the training split: what the ``sft``
+    method and the SFT control train on (the prompt ids every method samples from)."""
     from dapo_bench.methods.data import load_train_problems
+    from dapo_bench.training.sft import sft_rows
 
-    probs = load_train_problems(ctx)
-    pairs = [(p.prompt, p.solution) for p in probs if p.solution]
-    if not pairs:
-        raise UserError(f"task {ctx.opts.task}: no gold solutions for the SFT control "
-                        f"(pass --set control=false to skip it)")
-    return pairs
+    probs = [p for p in load_train_problems(ctx) if p.solution]
+    if not probs:
+        raise UserError(f"task {ctx.opts.task}: no gold solutions (its spec names no "
+                        f"fields.solution) for SFT or the control (--no-control skips it)")
+    return sft_rows(ctx.tokenizer, [(p.prompt_ids, p.solution) for p in probs])
 
 
 def run_control(ctx: Any, ref_dir: str, flops: float) -> str:
@@ -75,6 +76,7 @@ def run_control(ctx: Any, ref_dir: str, flops: float) -> str:
                         seed=ctx.opts.seed, optim=OptimConfig(lr=ctx.opts.control_lr))
         stats = train_sft(model, tok, pairs, cfg, ledger=led, stage="control",
                           engine_cfg=ctx.engine_cfg)
+        ctx.count("control.sft", stats.counts)
         save_policy(model, tok, out)
         return {"flops": led.total_flops, "target_flops": flops, "steps": stats.steps,
                 "epochs": stats.epochs, "loss": stats.loss, "n_pairs": len(pairs)}
@@ -92,8 +94,12 @@ def _compare(ctx: Any, label_a: str, label_b: str) -> dict:
             for t in ctx.opts.eval_tasks}
 
 
-def train_results(ctx: Any, spec: Any, saved: dict, out: Any, t0: float) -> dict:
-    """Evaluate reference, final policy and control; write and return ``results.json``."""
+def train_results(ctx: Any, spec: Any, saved: dict, out: Any, t0: float,
+                  train_data: dict | None = None) -> dict:
+    """Evaluate reference, final policy and control; write and return ``results.json``:
+    besides the schema's fields, ``train_data`` (which task and split trained, checked
+    disjoint from the eval tasks) and ``counts`` (per stage: rows scored, contexts and
+    responses cut to a ``max_length``; nothing is truncated silently)."""
     from dapo_bench.provenance import hash_path
 
     started = now_utc()
@@ -122,7 +128,8 @@ def train_results(ctx: Any, spec: Any, saved: dict, out: Any, t0: float) -> dict
         # the seconds they took when they ran)
         run_seconds=sum(ctx.stage_seconds.values()),
         history=out.history, iterations=out.iterations, **out.extra, evals=evals,
-        comparison=comparison, control=control_info,
+        comparison=comparison, control=control_info, train_data=train_data,
+        counts=ctx.counts,
         stage_seconds={k: round(v, 2) for k, v in ctx.stage_seconds.items()},
     )
     if dist.is_main():

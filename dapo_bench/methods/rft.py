@@ -49,12 +49,13 @@ PRESETS: dict[str, dict] = {
 
 
 def select_correct(
-    groups: Iterable[tuple[str, Sequence[str], Sequence[bool]]],
+    groups: Iterable[tuple[Any, Sequence[Any], Sequence[bool]]],
     *,
     max_per_prompt: int = 4,
-) -> list[tuple[str, str]]:
-    """RFT's data: up to ``max_per_prompt`` distinct verified-correct responses per prompt."""
-    out: list[tuple[str, str]] = []
+) -> list[tuple[Any, Any]]:
+    """RFT's data: up to ``max_per_prompt`` distinct verified-correct responses per prompt
+    (responses as text or as id tuples: any hashable)."""
+    out: list[tuple[Any, Any]] = []
     for prompt, responses, passed in groups:
         good = list(dict.fromkeys(r for r, p in zip(responses, passed) if p))
         out.extend((prompt, r) for r in good[:max_per_prompt])
@@ -76,6 +77,7 @@ def run_rft(ctx: Any, cfg: RFTConfig) -> MethodOutput:
         if pairs:
             stats = train_sft(model, tok, pairs, sft_cfg, ledger=ctx.ledger, stage="train",
                               engine_cfg=ctx.engine_cfg)
+            ctx.count("train", stats.counts)
             history, steps, stopped = stats.history, stats.steps, stats.stopped
         else:
             ctx.log("rft: no correct sample to train on; the policy is unchanged")

@@ -44,6 +44,7 @@ def run_sft(ctx: Any, cfg: SFTConfig) -> MethodOutput:
         with ctx.progress("sft", steps, unit="steps") as advance:
             stats = train_sft(model, tok, pairs, cfg, ledger=ctx.ledger, stage="train",
                               engine_cfg=ctx.engine_cfg, on_log=lambda s: advance(cfg.log_every))
+        ctx.count("train", stats.counts)
         save_policy(model, tok, out_dir)
         return {"pairs": len(pairs), "steps": stats.steps, "epochs": stats.epochs,
                 "stopped": stats.stopped, "history": stats.history}

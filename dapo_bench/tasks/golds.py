@@ -36,6 +36,17 @@ def gsm8k(value: Any, row: dict) -> str:
     return text.rsplit("####", 1)[1].strip().replace(",", "")
 
 
+@GOLD_TRANSFORMS.register("gsm8k_solution",
+                          help="a GSM8K worked solution as a model should write it: calculator "
+                               "annotations <<...>> dropped, '#### N' -> 'The answer is \boxed{N}.'")
+def gsm8k_solution(value: Any, row: dict) -> str:
+    text = re.sub(r"<<[^>]*>>", "", str(value))
+    if "####" not in text:
+        raise ValueError("no '####' in the solution")
+    body, answer = text.rsplit("####", 1)
+    return f"{body.rstrip()}\nThe answer is \\boxed{{{answer.strip().replace(',', '')}}}."
+
+
 @GOLD_TRANSFORMS.register("last_boxed", help="the last \\boxed{} of a worked solution (Minerva)")
 def last_boxed(value: Any, row: dict) -> str:
     from dapo_bench.verifiers.math import extract_gold_from_solution

@@ -53,6 +53,7 @@ class Fields:
     question: tuple[str, ...] = ("question",)
     gold: str = "answer"
     id: str | None = None
+    solution: str | None = None  # a worked gold solution (what SFT and the control train on)
     subjects: tuple[str, ...] = ()  # fields for per-subject breakdowns
     extra: tuple[str, ...] = ()  # further fields the prompt template or gold transform uses
 
@@ -78,11 +79,14 @@ class VerifierSpec:
 
 @dataclass(frozen=True)
 class TrainSpec:
-    """How ``dapo-bench train --task NAME`` uses the task: ``split`` trains (None: the
-    source's ``train``/``rl_train`` split when it has one); ``eval_tasks`` the trained policy is
-    evaluated on (empty: the task itself); ``preset`` the method preset used when neither
-    ``--preset`` nor ``--model`` is given (the preset tuned for ``default_model``)."""
+    """How ``dapo-bench train --task NAME`` uses the task. A task trains when its ``role`` is
+    "train" (its rows are a training set, e.g. ``gsm8k_train``) or when ``split`` names the
+    training split of a built-in source (``arith``: ``rl_train``); an eval task ("test", the
+    default) never does. ``eval_tasks``: what the trained policy is evaluated on (empty: the
+    task itself); ``preset``: the method preset used when neither ``--preset`` nor ``--model``
+    is given (the preset tuned for ``default_model``)."""
 
+    role: str = "test"
     split: str | None = None
     eval_tasks: tuple[str, ...] = ()
     preset: str = "default"
@@ -96,6 +100,7 @@ class TaskSpec:
     source: Source
     fields: Fields = Fields()
     gold_transform: str = "identity"
+    solution_transform: str = "identity"  # fields.solution -> the text SFT trains on
     prompt: Prompt = Prompt()
     verifier: VerifierSpec = VerifierSpec()
     answer: str = "math"  # how a completion becomes a prediction: "math" (text) | "code"
@@ -182,5 +187,7 @@ def _check(spec: TaskSpec, path: Path) -> None:
     for m in spec.metrics:
         if m not in METRIC_KINDS:
             raise UserError(f"{path}: metrics: unknown {m!r} (known: {', '.join(METRIC_KINDS)})")
+    if spec.train.role not in ("test", "train"):
+        raise UserError(f"{path}: train.role must be 'test' or 'train', got {spec.train.role!r}")
     if path.stem != spec.name:
         raise UserError(f"{path}: name {spec.name!r} must match the file name {path.stem!r}")

@@ -37,6 +37,7 @@ class Problem:
     gold: Any
     subjects: dict[str, str] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
+    solution: str | None = None  # the spec's worked gold solution (SFT's target), if it has one
 
 
 def fill(template: str, values: dict[str, Any]) -> str:
@@ -160,7 +161,10 @@ def build_problems(spec: TaskSpec, rows: list[dict], origin: str, overrides: dic
         gold = make_gold(spec.gold_transform, row[gold_field], row, where)
         subjects = {k: str(row.get(src)) for k, src in subject_fields.items() if src in row}
         extra = {k: row[k] for k in spec.fields.extra if k in row}
-        problems.append(Problem(pid, question, gold, subjects, extra))
+        solution = None
+        if f.solution and _present(row.get(f.solution)):
+            solution = str(make_gold(spec.solution_transform, row[f.solution], row, where))
+        problems.append(Problem(pid, question, gold, subjects, extra, solution))
     return problems
 
 

@@ -32,7 +32,7 @@ from dapo_bench.provenance import package_versions
 from dapo_bench.toy.model import tiny_llama
 from dapo_bench.toy.tokenizer import build_char_tokenizer
 from dapo_bench.training.engine import OptimConfig
-from dapo_bench.training.sft import SFTConfig, train_sft
+from dapo_bench.training.sft import SFTConfig, sft_rows, train_sft
 
 MAX_NEW_TOKENS = 96
 
@@ -87,7 +87,7 @@ def plateau_checks(model, tok, pairs, test, before, epochs, lrs, batch_size, see
             log_every=10**9,
             optim=OptimConfig(lr=plr),
         )
-        steps = train_sft(more, tok, pairs, pcfg).steps
+        steps = train_sft(more, tok, sft_rows(tok, pairs), pcfg).steps
         after = evaluate(more, tok, test)["accuracy"]
         row = {
             "epochs": epochs,
@@ -166,7 +166,7 @@ def build(
     def on_log(st) -> None:
         typer.echo(f"  step {st.steps} epoch {st.epochs:.2f} loss {st.loss:.4f} {st.seconds:.0f}s")
 
-    stats = train_sft(model, tok, pairs, cfg, on_log=on_log, on_epoch=on_epoch)
+    stats = train_sft(model, tok, sft_rows(tok, pairs), cfg, on_log=on_log, on_epoch=on_epoch)
     train_s = time.perf_counter() - t0
     save_policy(model, tok, out)
     final = {"test": evaluate(model, tok, test), "test_ood": evaluate(model, tok, ood)}

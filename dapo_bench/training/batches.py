@@ -1,8 +1,15 @@
-"""Tokenised (prompt, response) batches and the per-token quantities every loss is built from.
+"""Token-id (context, response) batches and the per-token quantities every loss is built from.
 
-``encode_pairs`` right-pads prompt + response ids with a mask of the response tokens;
+``pack_pairs`` right-pads context + response ids with a mask of the response tokens: token ids
+in, token ids trained on (what was sampled is what is scored; nothing is re-tokenised). Over
+``max_length`` the context loses its START (the response, and the end of the context it hangs
+on, are kept); a response that alone does not fit keeps one context token and loses its tail.
+Both cases are counted in the batch (``context_cut``, ``response_cut``) for the run's report.
+``encode_pairs`` is the same for text that was not sampled (gold solutions, tests): the prompt
+through ``models.encode_prompt``, the response tokenised on its own (+ EOS where asked).
+
 ``token_logprobs`` gives log pi(token | prefix) on the response, ``sequence_logprobs`` their SUM
-(log pi(response | prompt)), ``masked_lm_loss`` the SFT cross-entropy on response tokens.
+(log pi(response | context)), ``masked_lm_loss`` the SFT cross-entropy on response tokens.
 
 Not covered: packing several pairs into one row.
 """
@@ -19,16 +26,23 @@ import torch.nn.functional as F
 
 @dataclass
 class PairBatch:
-    """Right-padded (prompt + response) ids; ``response_mask`` marks response tokens."""
+    """Right-padded (context + response) ids; ``response_mask`` marks response tokens."""
 
     input_ids: torch.Tensor  # [B, L]
     attention_mask: torch.Tensor  # [B, L]
     response_mask: torch.Tensor  # [B, L], 1 where the token belongs to the response
+    context_cut: int = 0  # rows whose context lost its start to max_length
+    response_cut: int = 0  # rows whose response lost its tail to max_length
 
     @property
     def n_tokens(self) -> int:
         """Tokens a forward pass processes (what the compute ledger counts)."""
         return int(self.attention_mask.sum())
+
+    @property
+    def cuts(self) -> dict[str, int]:
+        return {"rows": int(self.input_ids.size(0)), "context_cut": self.context_cut,
+                "response_cut": self.response_cut}
 
     def rows(self, idx: Sequence[int]) -> PairBatch:
         i = torch.as_tensor(list(idx), dtype=torch.long)
@@ -38,7 +52,41 @@ class PairBatch:
         if self.input_ids.device == torch.device(device):
             return self
         return PairBatch(*(t.to(device) for t in (self.input_ids, self.attention_mask,
-                                                   self.response_mask)))
+                                                   self.response_mask)),
+                         self.context_cut, self.response_cut)
+
+
+def pack_pairs(contexts: Sequence[Sequence[int]], responses: Sequence[Sequence[int]], *,
+               pad_id: int, max_length: int) -> PairBatch:
+    """One batch of ``context + response`` ids (see the module doc for ``max_length``)."""
+    if max_length < 2:
+        raise ValueError(f"max_length must be >= 2, got {max_length}")
+    rows, n_ctx, ctx_cut, resp_cut = [], [], 0, 0
+    for c, r in zip(contexts, responses):
+        c, r = list(c), list(r)
+        if len(c) + len(r) > max_length:
+            if len(r) > max_length - 1:
+                r, resp_cut = r[: max_length - 1], resp_cut + 1
+            keep = max_length - len(r)
+            ctx_cut += len(c) > keep
+            c = c[len(c) - keep :]
+        rows.append(c + r)
+        n_ctx.append(len(c))
+    width = max(len(x) for x in rows)
+    input_ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
+    attn = torch.zeros((len(rows), width), dtype=torch.long)
+    resp = torch.zeros((len(rows), width), dtype=torch.long)
+    for i, (ids, k) in enumerate(zip(rows, n_ctx)):
+        input_ids[i, : len(ids)] = torch.tensor(ids, dtype=torch.long)
+        attn[i, : len(ids)] = 1
+        resp[i, k : len(ids)] = 1
+    return PairBatch(input_ids, attn, resp, ctx_cut, resp_cut)
+
+
+def response_ids(tokenizer: Any, text: str, eos: bool) -> list[int]:
+    """A text response's own ids (no special tokens), with EOS appended when ``eos``."""
+    ids = list(tokenizer(text, add_special_tokens=False)["input_ids"])
+    return ids + [tokenizer.eos_token_id] if eos else ids
 
 
 def encode_pairs(
@@ -49,34 +97,14 @@ def encode_pairs(
     max_length: int = 1024,
     add_eos: Sequence[bool] | bool = False,
 ) -> PairBatch:
-    """Tokenise prompt and response separately (so the boundary is exact) and right-pad.
+    """``pack_pairs`` of text (prompt through ``encode_prompt``; for text not sampled)."""
+    from dapo_bench.models import encode_prompt
 
-    ``add_eos`` appends the EOS token to a response (for complete responses in SFT/RL, not for
-    a single intermediate step). Sequences longer than ``max_length`` keep their prompt's end
-    and lose the response's tail.
-    """
     if isinstance(add_eos, bool):
         add_eos = [add_eos] * len(prompts)
-    rows, masks = [], []
-    for prompt, resp, eos in zip(prompts, responses, add_eos):
-        p = tokenizer(prompt, add_special_tokens=False)["input_ids"]
-        r = tokenizer(resp, add_special_tokens=False)["input_ids"]
-        if eos:
-            r = r + [tokenizer.eos_token_id]
-        ids = (p + r)[-max_length:] if len(p) >= max_length else (p + r)[:max_length]
-        n_p = min(len(p), len(ids))
-        rows.append(ids)
-        masks.append([0] * n_p + [1] * (len(ids) - n_p))
-    width = max(len(r) for r in rows)
-    pad = tokenizer.pad_token_id
-    input_ids = torch.full((len(rows), width), pad, dtype=torch.long)
-    attn = torch.zeros((len(rows), width), dtype=torch.long)
-    resp = torch.zeros((len(rows), width), dtype=torch.long)
-    for i, (ids, m) in enumerate(zip(rows, masks)):
-        input_ids[i, : len(ids)] = torch.tensor(ids)
-        attn[i, : len(ids)] = 1
-        resp[i, : len(m)] = torch.tensor(m)
-    return PairBatch(input_ids, attn, resp)
+    return pack_pairs([encode_prompt(tokenizer, p) for p in prompts],
+                      [response_ids(tokenizer, r, e) for r, e in zip(responses, add_eos)],
+                      pad_id=tokenizer.pad_token_id, max_length=max_length)
 
 
 def token_logprobs(model: Any, batch: PairBatch) -> torch.Tensor:

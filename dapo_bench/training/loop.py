@@ -9,7 +9,8 @@ A trainer supplies only its batches and its loss:
   pairs: whatever ``loss_fn`` understands). :func:`shuffled_batches` is the usual one.
 - ``loss_fn(items)`` -> :class:`LossOut`: the loss to minimise as the MEAN over ``weight``
   units of those items (tokens for a token-mean, rows for a per-row mean), the tokens the
-  forward pass processed (for the compute ledger), and statistics to log. A dict of losses steps
+  forward pass processed (for the compute ledger), statistics to log, and counts to add up
+  (e.g. rows whose context was cut to ``max_length``: ``PairBatch.cuts``). A dict of losses steps
   a dict of engines of the same keys (PPO's actor and critic).
 
 The loop runs ``total_steps`` optimizer steps over as many epochs as that takes (a fraction of
@@ -79,6 +80,7 @@ class LossOut:
     weight: float  # units the loss is a mean over (tokens or rows)
     tokens: int  # tokens the step's forward/backward passes processed
     stats: dict[str, float] = field(default_factory=dict)
+    counts: dict[str, int] = field(default_factory=dict)  # summed over steps (and ranks)
 
 
 @dataclass
@@ -92,6 +94,7 @@ class LoopStats:
     loss: float = float("nan")  # mean loss of the last logged window
     history: list[dict] = field(default_factory=list)
     means: dict[str, float] = field(default_factory=dict)  # mean of every stat over all steps
+    counts: dict[str, int] = field(default_factory=dict)  # LossOut.counts summed
     last_tokens: int = 0
 
 
@@ -151,7 +154,9 @@ def train_loop(
             if schedule is not None:
                 for e in engines.values():
                     e.set_lr(schedule.at(stats.steps, total_steps))
-            row = _step(engines, loss_fn, list(items))
+            row, counts = _step(engines, loss_fn, list(items))
+            for k, v in counts.items():
+                stats.counts[k] = stats.counts.get(k, 0) + v
             stats.steps += 1
             stats.items += len(items)
             seen += len(items)
@@ -206,12 +211,13 @@ def _log(stats: LoopStats, window: list[dict], ledger: Ledger | None, t0: float,
 
 
 def _step(engines: dict[str, Any], loss_fn: Callable[[list[Any]], LossOut],
-          items: list[Any]) -> dict:
+          items: list[Any]) -> tuple[dict, dict[str, int]]:
     """One optimizer step of every engine on this rank's share of ``items``; the step's
-    statistics (summed over ranks), with its tokens under ``_tokens``."""
+    statistics (over ranks), with its tokens under ``_tokens``, and its counts."""
     world = dist.world_size()
     mine = dist.shard(items) if world > 1 else items
     out = loss_fn(mine or items[:1])
+    ckeys = sorted(out.counts)
     losses = out.loss if isinstance(out.loss, dict) else {"": out.loss}
     stats = {k: float(v) for k, v in out.stats.items()}
     for name, loss in losses.items():
@@ -219,15 +225,17 @@ def _step(engines: dict[str, Any], loss_fn: Callable[[list[Any]], LossOut],
     if world == 1:
         for name, loss in losses.items():
             stats[_grad_key(name)] = engines[name].step(loss)
-        return {**stats, "_tokens": out.tokens}
+        return {**stats, "_tokens": out.tokens}, dict(out.counts)
     w = float(out.weight) if mine else 0.0
     keys = sorted(stats)
-    summed = dist.all_sum([w, out.tokens if mine else 0, *(stats[k] * w for k in keys)])
+    own = [out.counts[k] if mine else 0 for k in ckeys]
+    summed = dist.all_sum([w, out.tokens if mine else 0, *(stats[k] * w for k in keys), *own])
     total_w = max(summed[0], 1e-12)
-    row = {k: v / total_w for k, v in zip(keys, summed[2:])}
+    row = {k: v / total_w for k, v in zip(keys, summed[2 : 2 + len(keys)])}
     for name, loss in losses.items():
         row[_grad_key(name)] = engines[name].step(loss * (world * w / total_w))
-    return {**row, "_tokens": int(summed[1])}
+    counts = {k: int(v) for k, v in zip(ckeys, summed[2 + len(keys) :])}
+    return {**row, "_tokens": int(summed[1])}, counts
 
 
 def _grad_key(name: str) -> str:

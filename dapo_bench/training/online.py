@@ -13,9 +13,11 @@ one online step's rollouts as a tokenised batch, and the loop over online steps.
 Ledger accounting: sampling charges prompt tokens (once per prompt) plus generated tokens as
 inference; a scoring forward pass charges the tokens it processes (no padding) as inference.
 
-Not covered: token-exact scoring (responses are re-encoded from their text with
-``encode_pairs``; a response that stopped on EOS gets the EOS token appended so its log-prob
-includes stopping), several ranks.
+Token ids are the truth: a step's batch is the prompt ids every method samples from plus each
+response's generated ids (EOS included when it stopped on EOS), never re-tokenised text; rows
+over ``max_length`` lose the start of their prompt (counted in ``RolloutBatch.batch.cuts``).
+
+Not covered: several ranks.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ import torch
 from dapo_bench.generation.base import Generator, SamplingParams
 from dapo_bench.ledger import Ledger
 from dapo_bench.models import load_policy, save_policy
-from dapo_bench.training.batches import PairBatch, encode_pairs, token_logprobs
+from dapo_bench.training.batches import PairBatch, pack_pairs, token_logprobs
 from dapo_bench.training.loop import shuffled_batches, train_loop
 from dapo_bench.training.rollouts import Group, Request, Score, TrainProblem, sample_groups
 
@@ -93,12 +95,13 @@ class RolloutBatch:
         return self.batch.rows(idx)
 
 
-def groups_to_batch(tokenizer: Any, prompts: dict[str, str], groups: Sequence[Group],
+def groups_to_batch(tokenizer: Any, prompts: dict[str, Sequence[int]], groups: Sequence[Group],
                     max_length: int = 1024) -> RolloutBatch:
-    """Every rollout of ``groups`` as a (prompt, response) row; ``prompts``: key -> prompt."""
+    """Every rollout of ``groups`` as a (prompt ids, generated ids) row; ``prompts``: key ->
+    prompt ids."""
     rows = [(g, r) for g in groups for r in g.rollouts]
-    batch = encode_pairs(tokenizer, [prompts[g.key] for g, _ in rows], [r.text for _, r in rows],
-                         max_length=max_length, add_eos=[r.stopped for _, r in rows])
+    batch = pack_pairs([prompts[g.key] for g, _ in rows], [r.token_ids for _, r in rows],
+                       pad_id=tokenizer.pad_token_id, max_length=max_length)
     return RolloutBatch(batch, [r.reward for _, r in rows], [g.problem_id for g, _ in rows])
 
 
@@ -141,9 +144,17 @@ def sample_step(policy: OnlinePolicy, stream, n_prompts: int, n_samples: int, sc
     policy.model.eval()
     policy.sync()
     probs = [next(stream) for _ in range(n_prompts)]
-    groups = sample_groups(policy.generator, [Request.for_problem(p) for p in probs], n_samples,
-                           score, params=params, chunk_size=n_prompts, ledger=ledger, stage=stage)
-    return groups_to_batch(policy.tokenizer, {p.id: p.prompt for p in probs}, groups, max_length)
+    reqs = [Request.for_problem(p) for p in probs]
+    groups = sample_groups(policy.generator, reqs, n_samples, score, params=params,
+                           chunk_size=n_prompts, ledger=ledger, stage=stage)
+    return groups_to_batch(policy.tokenizer, {r.key: _ids(policy.tokenizer, r.context)
+                                              for r in reqs}, groups, max_length)
+
+
+def _ids(tokenizer: Any, context: Any) -> list[int]:
+    from dapo_bench.models import encode_prompt
+
+    return encode_prompt(tokenizer, context) if isinstance(context, str) else list(context)
 
 
 def sampling_params(cfg: Any, n: int, seed: int) -> SamplingParams:
@@ -185,10 +196,13 @@ def online_loop(policy: OnlinePolicy, problems: Sequence[TrainProblem], *, n_pro
         stats = update(rb, step)
         policy.mark_updated()
         n = max(len(rb.rewards), 1)
+        cuts = rb.batch.cuts
         history.append({"step": step + 1, "reward": sum(rb.rewards) / n,
                         "response_tokens": float(rb.batch.response_mask.sum()) / n,
                         "flops": ledger.total_flops,
-                        "seconds": round(time.perf_counter() - t0, 2), **stats})
+                        "seconds": round(time.perf_counter() - t0, 2), **stats,
+                        "rows": cuts["rows"], "context_cut": cuts["context_cut"],
+                        "response_cut": cuts["response_cut"]})
         if on_log:
             on_log(history[-1])
     policy.model.eval()

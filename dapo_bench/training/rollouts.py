@@ -3,19 +3,25 @@
 Every method that samples (DAPO's rollouts and Monte Carlo labels, RFT and DPO's data, GRPO and
 PPO's online steps) goes through :func:`sample_groups`:
 
-- a :class:`Request` says what to sample from (``context``: the rendered prompt, plus a
-  partial response for a Monte Carlo completion) and how a completion is scored (the verifier
-  sees ``scored_prefix + completion``, for the problem ``problem_id``);
+- a :class:`Request` says what to sample from (``context``: the prompt's token ids, plus a
+  partial response's ids for a Monte Carlo completion) and how a completion is scored (the
+  verifier sees ``scored_prefix + completion``, for the problem ``problem_id``);
 - requests go to the generator in fixed chunks; chunk ``k`` samples with seed ``params.seed +
   k``, so a chunk's samples depend only on its index (a run killed part-way and rerun through
   a :class:`ResumableLog` regenerates exactly the chunks it lacks and gets the same rows);
 - each request gives a :class:`Group` of ``n`` :class:`Rollout` records (text, the verifier's
-  :class:`~dapo_bench.verifiers.base.Verdict` and its reward, generated tokens and token ids,
-  log-probs where asked), and the chunk's prompt tokens for the compute ledger.
+  :class:`~dapo_bench.verifiers.base.Verdict` and its reward, the generated token ids, log-probs
+  where asked), and the chunk's prompt tokens for the compute ledger.
+
+Token ids are the truth: a rollout keeps the ids the model generated (EOS included when it
+stopped on EOS), and everything downstream (steps, states, actions, log-probs, the critic's
+inputs) is cut from those ids, never from re-tokenised text. :class:`StepSplitter` cuts ids into
+steps: a step ends with the first token whose text contains the separator (``\\n``), so a
+byte-level BPE token such as ``.\\n\\n`` ends a step whole.
 
 Groups are written to and read from JSONL rows by :meth:`Group.to_row` / :func:`group_from_row`
-(one serialisation for every artifact). Also here: :func:`split_steps` / :func:`make_states`
-(a response cut at ``\\n`` into steps and prefix states) and :func:`select_balanced`.
+(one serialisation for every artifact). Also here: :func:`split_steps` (the text view of the
+same rule), :func:`make_states` and :func:`select_balanced`.
 
 Not covered: multi-turn prompts, tool calls, rewards other than a verifier's pass/fail.
 """
@@ -28,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dapo_bench.generation.base import Generator, SamplingParams
+from dapo_bench.generation.base import Generator, Prompt, SamplingParams
 from dapo_bench.io import JsonlAppender, iter_jsonl
 from dapo_bench.verifiers.base import Verdict
 
@@ -39,27 +45,29 @@ Score = Callable[[list[str], list[str]], "list[Verdict] | list[float]"]
 
 @dataclass(frozen=True)
 class TrainProblem:
-    """A training problem: a rendered prompt, the gold answer, optionally a gold solution."""
+    """A training problem: a rendered prompt and its token ids (tokenised once, by
+    ``models.encode_prompt``), the gold answer, optionally a gold solution."""
 
     id: str
     prompt: str
     gold: str
     solution: str | None = None
+    prompt_ids: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
 class Request:
-    """What to sample from: ``context`` (prompt [+ partial response]); completions are scored
-    as ``scored_prefix + completion`` for problem ``problem_id``; ``key`` names the group."""
+    """What to sample from: ``context`` (prompt [+ partial response] ids, or text); completions
+    are scored as ``scored_prefix + completion`` for ``problem_id``; ``key`` names the group."""
 
     key: str
     problem_id: str
-    context: str
+    context: Prompt
     scored_prefix: str = ""
 
     @classmethod
     def for_problem(cls, p: TrainProblem) -> Request:
-        return cls(p.id, p.id, p.prompt)
+        return cls(p.id, p.id, list(p.prompt_ids) if p.prompt_ids else p.prompt)
 
 
 @dataclass
@@ -91,7 +99,7 @@ class Rollout:
 
     def to_row(self) -> dict:
         return {"text": self.text, "reward": self.reward, "n_tokens": self.n_tokens,
-                "finish_reason": self.finish_reason}
+                "finish_reason": self.finish_reason, "token_ids": self.token_ids}
 
 
 @dataclass
@@ -129,8 +137,8 @@ class Group:
 
 def group_from_row(row: dict, list_field: str = "responses") -> Group:
     """The :class:`Group` of an artifact row (rewards kept, verdicts not)."""
-    rollouts = [Rollout(c["text"], float(c["reward"]), None, c["n_tokens"], c["finish_reason"])
-                for c in row[list_field]]
+    rollouts = [Rollout(c["text"], float(c["reward"]), None, c["n_tokens"], c["finish_reason"],
+                        c.get("token_ids")) for c in row[list_field]]
     return Group(row["key"], row["problem_id"], rollouts, row.get("prompt_tokens", 0))
 
 
@@ -143,6 +151,9 @@ def sample_chunk(generator: Generator, requests: Sequence[Request], n: int, scor
     verdicts = iter(score([r.scored_prefix + c.text for r, cs in zip(requests, outs) for c in cs],
                           [r.problem_id for r, cs in zip(requests, outs) for _ in cs]))
     groups = []
+    if any(c.token_ids is None for cs in outs for c in cs):
+        raise RuntimeError(f"{generator.backend} backend returned no token ids: rollouts need the "
+                           f"generated ids (token ids are the truth)")
     for j, (req, comps) in enumerate(zip(requests, outs)):
         rollouts = [Rollout.scored(next(verdicts), text=c.text, n_tokens=c.n_tokens,
                                    finish_reason=c.finish_reason, token_ids=c.token_ids,
@@ -230,26 +241,57 @@ class ResumableLog:
 
 
 # --------------------------------------------------------------------------- steps and states
+class StepSplitter:
+    """Cuts token ids into steps at token boundaries: a step ends with the first token whose
+    text contains ``sep``; the unterminated tail is the last step. Concatenating the steps gives
+    the ids back. Per-token texts are decoded once and cached."""
+
+    def __init__(self, tokenizer: Any, sep: str = "\n"):
+        self.tokenizer = tokenizer
+        self.sep = sep
+        self._ends: dict[int, bool] = {}
+
+    def ends_step(self, token: int) -> bool:
+        hit = self._ends.get(token)
+        if hit is None:
+            hit = self._ends[token] = self.sep in self.tokenizer.decode([token])
+        return hit
+
+    def split(self, ids: Sequence[int]) -> list[list[int]]:
+        steps, cur = [], []
+        for t in ids:
+            cur.append(int(t))
+            if self.ends_step(t):
+                steps.append(cur)
+                cur = []
+        if cur:
+            steps.append(cur)
+        return steps
+
+    def text(self, ids: Sequence[int]) -> str:
+        return self.tokenizer.decode(list(ids), skip_special_tokens=True)
+
+
+def make_states(steps: Sequence[Sequence[int]]) -> list[dict]:
+    """Prefix states s_0..s_{T-1} of a response cut into T steps (of ids): ``prefix_ids`` = the
+    steps before t (s_0: empty); the step taken in s_t is ``steps[t]``."""
+    out, prefix = [], []
+    for t, step in enumerate(steps):
+        out.append({"t": t, "prefix_ids": list(prefix), "action_ids": list(step),
+                    "n_steps": len(steps)})
+        prefix += step
+    return out
+
+
 def split_steps(response: str) -> list[str]:
-    """Steps of a response: pieces ending at each ``\\n`` (kept), plus the unterminated tail.
+    """The text view of the step rule: pieces ending at each ``\\n`` (kept), plus the tail
+    (for reading and tests; training cuts ids with :class:`StepSplitter`).
 
     ``"".join(split_steps(r)) == r``; an empty response has no steps.
     """
     steps = [s + "\n" for s in response.split("\n")]
     steps[-1] = steps[-1][:-1]
     return [s for s in steps if s]
-
-
-def make_states(prompt: str, response: str) -> list[dict]:
-    """Prefix states s_0..s_{T-1} of a response of T steps: ``prefix`` = steps before t.
-
-    s_0 is the bare prompt (empty prefix); the step taken in s_t is ``steps[t]``.
-    """
-    steps = split_steps(response)
-    return [
-        {"t": t, "prefix": "".join(steps[:t]), "action": steps[t], "n_steps": len(steps)}
-        for t in range(len(steps))
-    ]
 
 
 def select_balanced(responses: Sequence[dict], n: int, seed: int = 0) -> list[int]:

@@ -1,8 +1,11 @@
-"""Supervised fine-tuning on (prompt, response) pairs: the objective behind the ``sft`` method,
-RFT's update, the equal-compute control and ``toy.build_ref``.
+"""Supervised fine-tuning on (context ids, response ids) rows: the objective behind the ``sft``
+method, RFT's update, the equal-compute control and ``toy.build_ref``.
 
-Loss: mean next-token cross-entropy over response tokens only (``masked_lm_loss``); the
-response gets an EOS appended so the model learns to stop. It runs the one training loop
+Loss: mean next-token cross-entropy over response tokens only (``masked_lm_loss``). Rows are
+token ids: a sampled response is trained on exactly as generated (RFT); a text one (a gold
+solution) becomes ids through :func:`sft_rows` (the prompt by ``models.encode_prompt``, the
+response on its own plus EOS, so the model learns to stop). Rows over ``max_length`` lose the
+start of their context (counted in ``LoopStats.counts``). It runs the one training loop
 (``training.loop``): seeded data order (``shuffled_batches(n, batch_size, seed + epoch)``), linear
 warm-up then a constant or cosine learning rate, a FLOP budget stop through ``ledger``, and on
 several ranks each rank's share of a batch weighted by its predicted tokens (so the update is
@@ -21,7 +24,12 @@ import torch
 
 from dapo_bench.errors import UserError
 from dapo_bench.ledger import Ledger
-from dapo_bench.training.batches import encode_pairs, masked_lm_loss, predicted_tokens
+from dapo_bench.training.batches import (
+    masked_lm_loss,
+    pack_pairs,
+    predicted_tokens,
+    response_ids,
+)
 from dapo_bench.training.engine import ONE_PROCESS, EngineConfig, OptimConfig, make_engine
 from dapo_bench.training.loop import (
     LoopStats,
@@ -67,18 +75,29 @@ class SFTConfig:
         return Schedule(self.optim.lr, self.warmup_steps, self.schedule, self.min_lr_ratio)
 
 
-def sft_loss(model: Any, tokenizer: Any, rows: Sequence[tuple[str, str]],
-             max_length: int) -> LossOut:
-    """The SFT loss of (prompt, response) rows: a mean over their predicted tokens."""
-    batch = encode_pairs(tokenizer, [p for p, _ in rows], [r for _, r in rows],
-                         max_length=max_length, add_eos=True).to(model.device)
-    return LossOut(masked_lm_loss(model, batch), predicted_tokens(batch), batch.n_tokens)
+Row = tuple[Sequence[int], Sequence[int]]  # (context ids, response ids)
+
+
+def sft_rows(tokenizer: Any, pairs: Sequence[tuple[Any, str]]) -> list[Row]:
+    """(prompt, response text) pairs -> rows; a prompt may be text or its ids already."""
+    from dapo_bench.models import encode_prompt
+
+    return [(encode_prompt(tokenizer, p) if isinstance(p, str) else list(p),
+             response_ids(tokenizer, r, eos=True)) for p, r in pairs]
+
+
+def sft_loss(model: Any, tokenizer: Any, rows: Sequence[Row], max_length: int) -> LossOut:
+    """The SFT loss of rows: a mean over their predicted tokens."""
+    batch = pack_pairs([c for c, _ in rows], [r for _, r in rows],
+                       pad_id=tokenizer.pad_token_id, max_length=max_length).to(model.device)
+    return LossOut(masked_lm_loss(model, batch), predicted_tokens(batch), batch.n_tokens,
+                   counts=batch.cuts)
 
 
 def train_sft(
     model: Any,
     tokenizer: Any,
-    pairs: Sequence[tuple[str, str]],
+    pairs: Sequence[Row],
     cfg: SFTConfig = SFTConfig(),
     *,
     ledger: Ledger | None = None,
@@ -88,7 +107,8 @@ def train_sft(
     on_log: Callable[[LoopStats], None] | None = None,
     on_epoch: Callable[[int, LoopStats], bool] | None = None,
 ) -> LoopStats:
-    """Train ``model`` in place on ``pairs``; returns what was done.
+    """Train ``model`` in place on ``pairs`` (rows of ids, :func:`sft_rows`); returns what was
+    done (``counts``: rows whose context or response was cut to ``max_length``).
 
     ``on_epoch(epoch, stats)`` runs after each full pass; returning True stops training.
     ``engine_cfg`` names the training engine; pass ``engine`` instead to continue with an

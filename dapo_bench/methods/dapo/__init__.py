@@ -146,10 +146,10 @@ def _iteration(ctx: RunContext, cfg: DapoConfig, k: int, policy: str) -> dict:
     try:
         info: dict[str, Any] = {"iteration": k, "reference": policy}
         info["rollouts"] = ctx.run_stage(p + "rollouts", lambda: st.rollouts(
-            ctx, cfg, policy, problems, scorer, d, p + "rollouts"))
+            ctx, cfg, policy, problems, scorer, d, p + "rollouts", k))
         info["states"] = ctx.run_stage(p + "states", lambda: st.states(ctx, cfg, problems, d))
         info["mc"] = ctx.run_stage(p + "mc", lambda: st.mc_labels(
-            ctx, cfg, policy, scorer, d, p + "mc"))
+            ctx, cfg, policy, scorer, d, p + "mc", k))
     finally:
         scorer.close()
     info["critic"] = ctx.run_stage(p + "critic", lambda: st.critic(

@@ -8,7 +8,8 @@ with log pi(a|s) the SUM of the step's token log-probs (a terminal step includes
 stopping is part of the action). The regression target A/beta is the optimal log-ratio of the
 KL-regularised objective.
 
-Input: states with their kept actions, ``{prompt, prefix, actions: [{text, eos, adv}]}``.
+Input: states with their kept actions, ``{prompt_ids, prefix_ids, actions: [{ids, eos, adv}]}``
+(token ids as generated: log pi(a|s) is scored on exactly the sampled ids).
 :func:`reference_logprobs` computes log pi_ref(a|s) once (cached by the caller);
 :func:`train_actor` trains the policy in place through the one training loop, batching whole
 states (all actions of one state in the same global batch), and logs loss, sign agreement of
@@ -26,7 +27,7 @@ from typing import Any
 
 import torch
 
-from dapo_bench.training.batches import PairBatch, encode_pairs, sequence_logprobs
+from dapo_bench.training.batches import PairBatch, pack_pairs, sequence_logprobs
 from dapo_bench.training.engine import ONE_PROCESS, EngineConfig, OptimConfig, make_engine
 from dapo_bench.training.loop import LossOut, train_loop
 
@@ -42,7 +43,7 @@ class ActorConfig:
 
     epochs: int = 1
     batch_actions: int = 64
-    max_length: int = 1024
+    max_length: int = 4096
     optim: OptimConfig = field(default_factory=lambda: OptimConfig(lr=1e-6))
 
     def __post_init__(self) -> None:
@@ -93,51 +94,48 @@ def batches_by_state(groups: Sequence[Sequence[Any]], max_actions: int) -> list[
     return out
 
 
-def _flatten(states: Sequence[dict], idx: Sequence[int]) -> tuple[list[str], list[str], list[bool]]:
-    ctx, act, eos = [], [], []
+def _encode(pad_id: int, states: Sequence[dict], idx: Sequence[int], max_length: int) -> PairBatch:
+    """The actions of states ``idx``: context = prompt + prefix ids, response = the action's
+    generated ids (a terminal one ends with the EOS it generated)."""
+    ctx, act = [], []
     for i in idx:
         s = states[i]
         for a in s["actions"]:
-            ctx.append(s["prompt"] + s["prefix"])
-            act.append(a["text"])
-            eos.append(bool(a["eos"]))
-    return ctx, act, eos
-
-
-def _encode(tok: Any, states: Sequence[dict], idx: Sequence[int], max_length: int) -> PairBatch:
-    ctx, act, eos = _flatten(states, idx)
-    return encode_pairs(tok, ctx, act, max_length=max_length, add_eos=eos)
+            ctx.append(list(s["prompt_ids"]) + list(s["prefix_ids"]))
+            act.append(a["ids"])
+    return pack_pairs(ctx, act, pad_id=pad_id, max_length=max_length)
 
 
 @torch.no_grad()
 def reference_logprobs(
     model: Any,
-    tok: Any,
+    pad_id: int,
     states: Sequence[dict],
     *,
     batch_actions: int = 256,
-    max_length: int = 1024,
-    on_tokens: Callable[[int], None] | None = None,
+    max_length: int = 4096,
+    on_batch: Callable[[PairBatch], None] | None = None,
 ) -> list[list[float]]:
-    """log pi(a|s) of every action of every state under ``model`` (per state, per action)."""
+    """log pi(a|s) of every action of every state under ``model`` (per state, per action);
+    ``on_batch`` gets every batch scored (tokens for the ledger, truncation counts)."""
     model.eval()
     out: list[list[float]] = [[] for _ in states]
     for idx in batches_by_state([s["actions"] for s in states], batch_actions):
-        b = _encode(tok, states, idx, max_length)
+        b = _encode(pad_id, states, idx, max_length).to(model.device)
         lp = sequence_logprobs(model, b).tolist()
         k = 0
         for i in idx:
             n = len(states[i]["actions"])
             out[i] = lp[k : k + n]
             k += n
-        if on_tokens:
-            on_tokens(b.n_tokens)
+        if on_batch:
+            on_batch(b)
     return out
 
 
 def train_actor(
     model: Any,
-    tok: Any,
+    pad_id: int,
     states: Sequence[dict],
     ref_logps: Sequence[Sequence[float]],
     *,
@@ -147,9 +145,9 @@ def train_actor(
     engine_cfg: EngineConfig = ONE_PROCESS,
     ledger: Any = None,
     stage: str = "actor",
-) -> list[dict]:
-    """Train ``model`` in place with the DAPO actor loss; returns per-step logs. Stops early
-    when ``ledger``'s FLOP budget is spent."""
+) -> Any:
+    """Train ``model`` in place with the DAPO actor loss; returns the loop's stats (per-step
+    history, truncation counts). Stops early when ``ledger``'s FLOP budget is spent."""
     torch.manual_seed(seed)
     engine = make_engine(model, cfg.optim, engine_cfg)
     batches = batches_by_state([s["actions"] for s in states], cfg.batch_actions)
@@ -160,13 +158,13 @@ def train_actor(
         return [batches[bi] for bi in order]
 
     def loss_fn(idx: list[int]) -> LossOut:
-        b = _encode(tok, states, idx, cfg.max_length).to(model.device)
+        b = _encode(pad_id, states, idx, cfg.max_length).to(model.device)
         adv = torch.tensor([a["adv"] for i in idx for a in states[i]["actions"]])
         ref = torch.tensor([x for i in idx for x in ref_logps[i]])
         logp = sequence_logprobs(model, b)
         loss, stats = dapo_actor_loss(logp, ref.to(logp.device), adv.to(logp.device), beta)
-        return LossOut(loss, len(adv), b.n_tokens, {**stats, "n_actions": len(adv)})
+        return LossOut(loss, len(adv), b.n_tokens, {**stats, "n_actions": len(adv)},
+                       counts=b.cuts)
 
-    stats = train_loop(engine, epoch_batches, loss_fn, total_steps=cfg.epochs * len(batches),
-                       ledger=ledger, stage=stage, log_every=1)
-    return stats.history
+    return train_loop(engine, epoch_batches, loss_fn, total_steps=cfg.epochs * len(batches),
+                      ledger=ledger, stage=stage, log_every=1)

@@ -1,13 +1,14 @@
 """DAPO's step advantages (Liu et al., arXiv 2412.18279), as plain functions.
 
 In state s, the M candidate next steps a_i are the first steps of the state's M
-completions. Each is valued: a step that ends the response (the completion has no further step
+completions, cut from their generated token ids (``training.rollouts.StepSplitter``: a step ends
+with the first token whose text contains ``\n``; nothing is re-tokenised). Each is valued: a step that ends the response (the completion has no further step
 and stopped on EOS) by its reward, any other by a value estimator from
 :data:`VALUE_ESTIMATORS` (``critic``: the critic's V(s + a_i), the paper's; ``mc``: the mean
 reward of the state's completions that begin with a_i; ``critic_mc``: that Monte Carlo mean
 shrunk towards the critic, ``(sum of those rewards + k * V(s + a_i)) / (count + k)``). Then
 ``A(s, a_i) = v_i - mean_j v_j`` (the mean over all M samples, an estimate of V(s)). Duplicate
-actions are merged (same text, same value); a state whose advantage spread (max - min) is under
+actions are merged (same ids, same value); a state whose advantage spread (max - min) is under
 ``min_spread`` is dropped, since it carries no preference.
 
 Not covered: token-level (rather than step-level) advantages.
@@ -20,34 +21,45 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from dapo_bench.registry import Registry
-from dapo_bench.training.rollouts import split_steps
+from dapo_bench.training.rollouts import StepSplitter
 
 
 @dataclass(frozen=True)
 class Candidate:
-    """A candidate next step: its text, whether it ends the response, its reward if it does,
-    and ``outcome``: the reward of the whole completion it is the first step of."""
+    """A candidate next step: its token ids (as generated) and text, whether it ends the
+    response, its reward if it does, and ``outcome``: the reward of the whole completion it is
+    the first step of."""
 
+    ids: tuple[int, ...]
     text: str
     terminal: bool
     reward: float | None = None
     outcome: float | None = field(default=None, compare=False)
 
+    @property
+    def key(self) -> tuple[tuple[int, ...], bool]:
+        return self.ids, self.terminal
 
-def candidates_from_completions(completions: Sequence[dict]) -> list[Candidate]:
-    """First step of each completion (``{text, reward, finish_reason}``); empty ones skipped.
 
-    A completion that is a single step and stopped (not truncated by length) ends the response:
-    its step is terminal and carries the completion's reward.
+def candidates_from_completions(completions: Sequence[dict],
+                                splitter: StepSplitter) -> list[Candidate]:
+    """First step of each completion (``{token_ids, reward, finish_reason}``); a completion
+    with no token is skipped.
+
+    A completion that is a single step and stopped (on EOS or a stop string, not at the length
+    cap) ends the response: its step is terminal (its ids include the EOS it generated: stopping
+    is part of the action) and carries the completion's reward.
     """
     out = []
     for c in completions:
-        steps = split_steps(c["text"])
+        steps = splitter.split(c["token_ids"])
         if not steps:
             continue
-        terminal = len(steps) == 1 and not steps[0].endswith("\n") and c["finish_reason"] == "stop"
-        out.append(Candidate(steps[0], terminal, float(c["reward"]) if terminal else None,
-                             float(c["reward"])))
+        first = steps[0]
+        terminal = (len(steps) == 1 and not splitter.ends_step(first[-1])
+                    and c["finish_reason"] == "stop")
+        out.append(Candidate(tuple(first), splitter.text(first), terminal,
+                             float(c["reward"]) if terminal else None, float(c["reward"])))
     return out
 
 
@@ -66,12 +78,12 @@ def critic_values(cands: Sequence[Candidate], critic: Sequence[float | None],
     return [None if c.terminal else critic[i] for i, c in enumerate(cands)]
 
 
-def _outcomes_by_step(cands: Sequence[Candidate]) -> dict[tuple[str, bool], list[float]]:
-    groups: dict[tuple[str, bool], list[float]] = defaultdict(list)
+def _outcomes_by_step(cands: Sequence[Candidate]) -> dict[tuple, list[float]]:
+    groups: dict[tuple, list[float]] = defaultdict(list)
     for c in cands:
         if c.outcome is None:
             raise ValueError(f"candidate {c.text!r} has no outcome (the completion's reward)")
-        groups[(c.text, c.terminal)].append(c.outcome)
+        groups[c.key].append(c.outcome)
     return groups
 
 
@@ -80,8 +92,7 @@ def _outcomes_by_step(cands: Sequence[Candidate]) -> dict[tuple[str, bool], list
 def mc_values(cands: Sequence[Candidate], critic: Sequence[float | None] = (),
               prior: float = 0.0) -> list[float | None]:
     g = _outcomes_by_step(cands)
-    return [None if c.terminal else sum(g[(c.text, False)]) / len(g[(c.text, False)])
-            for c in cands]
+    return [None if c.terminal else sum(g[c.key]) / len(g[c.key]) for c in cands]
 
 
 @VALUE_ESTIMATORS.register("critic_mc", needs_critic=True,
@@ -92,7 +103,7 @@ def critic_mc_values(cands: Sequence[Candidate], critic: Sequence[float | None],
     g = _outcomes_by_step(cands)
     out: list[float | None] = []
     for c, v in zip(cands, critic):
-        rs = g[(c.text, c.terminal)]
+        rs = g[c.key]
         out.append(None if c.terminal else (sum(rs) + prior * float(v)) / (len(rs) + prior))
     return out
 
@@ -103,16 +114,17 @@ def state_advantages(
     """Unique actions of a state with their value and advantage, or None if the state is dropped.
 
     ``values[i]`` is the critic's V(s + a_i) for a non-terminal candidate (ignored for terminal
-    ones, which use their reward). Returns ``[{text, eos, value, adv}]`` in first-seen order.
+    ones, which use their reward). Returns ``[{ids, text, eos, value, adv}]`` in first-seen
+    order.
     """
     if not candidates:
         return None
     vals = [c.reward if c.terminal else float(v) for c, v in zip(candidates, values)]
     base = sum(vals) / len(vals)
-    unique: dict[tuple[str, bool], dict] = {}
+    unique: dict[tuple, dict] = {}
     for c, v in zip(candidates, vals):
-        unique.setdefault((c.text, c.terminal), {
-            "text": c.text, "eos": c.terminal, "value": v, "adv": v - base,
+        unique.setdefault(c.key, {
+            "ids": list(c.ids), "text": c.text, "eos": c.terminal, "value": v, "adv": v - base,
         })
     acts = list(unique.values())
     advs = [a["adv"] for a in acts]

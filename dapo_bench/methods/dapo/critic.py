@@ -20,7 +20,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from dapo_bench.training.batches import encode_pairs
+from dapo_bench.training.batches import pack_pairs
 from dapo_bench.training.engine import ONE_PROCESS, EngineConfig, OptimConfig, make_engine
 from dapo_bench.training.loop import LossOut, shuffled_batches, steps_for, train_loop
 from dapo_bench.training.value import ValueModel
@@ -31,37 +31,37 @@ def soft_bce(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
     return F.binary_cross_entropy_with_logits(logits, labels.to(logits.dtype))
 
 
-def _encode(tokenizer: Any, texts: Sequence[tuple[str, str]], max_length: int):
-    return encode_pairs(tokenizer, [p for p, _ in texts], [r for _, r in texts],
-                        max_length=max_length)
+def _encode(pad_id: int, contexts: Sequence[Sequence[int]], max_length: int):
+    """States as a batch: context ids only (the value is read at the last token); a state over
+    ``max_length`` keeps its END (``context_cut`` counted)."""
+    return pack_pairs(contexts, [[] for _ in contexts], pad_id=pad_id, max_length=max_length)
 
 
 @torch.no_grad()
 def score_values(
     vm: ValueModel,
-    tokenizer: Any,
-    texts: Sequence[tuple[str, str]],
+    pad_id: int,
+    contexts: Sequence[Sequence[int]],
     *,
     batch_size: int = 128,
     max_length: int = 1024,
-    on_tokens: Callable[[int], None] | None = None,
+    on_batch: Callable[[Any], None] | None = None,
 ) -> list[float]:
-    """V(prompt + prefix) for each ``(prompt, prefix)``; ``on_tokens`` gets tokens processed."""
+    """V(s) of each state (its token ids); ``on_batch`` gets every ``PairBatch`` scored (for
+    the ledger's tokens and the truncation counts)."""
     vm.eval()
-    out: list[float] = []
     # sort by length so that batches pad little; restore the order at the end
-    order = sorted(range(len(texts)), key=lambda i: len(texts[i][0]) + len(texts[i][1]))
-    vals = [0.0] * len(texts)
+    order = sorted(range(len(contexts)), key=lambda i: len(contexts[i]))
+    vals = [0.0] * len(contexts)
     for start in range(0, len(order), batch_size):
         idx = order[start : start + batch_size]
-        b = _encode(tokenizer, [texts[i] for i in idx], max_length)
+        b = _encode(pad_id, [contexts[i] for i in idx], max_length).to(vm.device)
         v = torch.sigmoid(vm(b.input_ids, b.attention_mask)).tolist()
         for i, x in zip(idx, v):
             vals[i] = float(x)
-        if on_tokens:
-            on_tokens(b.n_tokens)
-    out.extend(vals)
-    return out
+        if on_batch:
+            on_batch(b)
+    return vals
 
 
 @dataclass(frozen=True)
@@ -81,67 +81,68 @@ class CriticConfig:
     batch_size: int = 32
     heldout_frac: float = 0.1
     bins: int = 10
-    max_length: int = 1024
+    max_length: int = 4096
     step_labels: bool = False
     optim: OptimConfig = field(default_factory=lambda: OptimConfig(lr=5e-6))
 
 
 def critic_examples(
-    mc_rows: Sequence[dict], prompts: dict[str, str], *, step_labels: bool = False
-) -> list[tuple[str, str, float, str, bool]]:
-    """Critic data ``(prompt, prefix, label, problem_id, is_mc_state)`` from ``mc.jsonl`` rows.
+    mc_rows: Sequence[dict], prompts: dict[str, Sequence[int]], splitter: Any, *,
+    step_labels: bool = False,
+) -> list[tuple[list[int], float, str, bool]]:
+    """Critic data ``(state ids, label, problem_id, is_mc_state)`` from ``mc.jsonl`` rows;
+    ``prompts`` maps a state's key to its prompt ids.
 
-    Every MC-labelled state gives ``(prefix, value)`` (its m-sample label). With
+    Every MC-labelled state gives ``(prompt + prefix ids, value)`` (its m-sample label). With
     ``step_labels`` each of its completions whose first step does not end the response also
-    gives ``(prefix + first step, reward)``: a one-sample Monte Carlo label of V(s + a_i), the
-    value stage B scores (a terminal step is valued by its reward there, so it is skipped).
+    gives ``(state + first step ids, reward)``: a one-sample Monte Carlo label of V(s + a_i),
+    the value stage B scores (a terminal step is valued by its reward there, so it is skipped).
     Does NOT deduplicate: a repeated step adds another sample of the same value.
     """
     from dapo_bench.methods.dapo.advantages import candidates_from_completions
 
     out = []
     for r in mc_rows:
-        prompt = prompts[r["key"]]
-        out.append((prompt, r["prefix"], float(r["value"]), r["problem_id"], True))
+        state = list(prompts[r["key"]]) + list(r["prefix_ids"])
+        out.append((state, float(r["value"]), r["problem_id"], True))
         if not step_labels:
             continue
         for c in r["completions"]:
-            cand = candidates_from_completions([c])
+            cand = candidates_from_completions([c], splitter)
             if cand and not cand[0].terminal:
-                out.append((prompt, r["prefix"] + cand[0].text, float(c["reward"]),
-                            r["problem_id"], False))
+                out.append((state + list(cand[0].ids), float(c["reward"]), r["problem_id"],
+                            False))
     return out
 
 
 def train_critic(
     vm: ValueModel,
-    tokenizer: Any,
-    data: Sequence[tuple[str, str, float]],
+    pad_id: int,
+    data: Sequence[tuple[Sequence[int], float]],
     cfg: CriticConfig,
     *,
     seed: int = 0,
     engine_cfg: EngineConfig = ONE_PROCESS,
     ledger: Any = None,
     stage: str = "critic",
-) -> list[dict]:
-    """Soft-label BCE on ``(prompt, prefix, label)``; returns the loss history."""
+) -> Any:
+    """Soft-label BCE on ``(state ids, label)``; returns the loop's stats (history, counts)."""
     torch.manual_seed(seed)
     engine = make_engine(vm, cfg.optim, engine_cfg)
 
-    def loss_fn(rows: list[tuple[str, str, float]]) -> LossOut:
-        b = _encode(tokenizer, [(p, s) for p, s, _ in rows], cfg.max_length)
-        logits = vm(b.input_ids.to(vm.device), b.attention_mask.to(vm.device))
-        labels = torch.tensor([y for *_, y in rows], device=logits.device)
-        return LossOut(soft_bce(logits, labels), len(rows), b.n_tokens)
+    def loss_fn(rows: list[tuple[Sequence[int], float]]) -> LossOut:
+        b = _encode(pad_id, [c for c, _ in rows], cfg.max_length).to(vm.device)
+        logits = vm(b.input_ids, b.attention_mask)
+        labels = torch.tensor([y for _, y in rows], device=logits.device)
+        return LossOut(soft_bce(logits, labels), len(rows), b.n_tokens, counts=b.cuts)
 
-    stats = train_loop(
+    return train_loop(
         engine,
         lambda epoch: [[data[i] for i in b]
                        for b in shuffled_batches(len(data), cfg.batch_size, seed + epoch)],
         loss_fn, total_steps=steps_for(cfg.epochs, len(data), cfg.batch_size, whole_batches=False),
         ledger=ledger, stage=stage,
     )
-    return stats.history
 
 
 def calibration(preds: Sequence[float], labels: Sequence[float], bins: int = 10) -> dict:

@@ -4,6 +4,12 @@ Every function returns a small summary dict (stored in the stage marker and in r
 and adds the tokens it processes to the run's ledger under its stage name. Generation stages
 append to JSONL logs and resume; the others are recomputed from their inputs when rerun.
 
+Token ids are the truth: rollouts and completions keep the ids the model generated; states are
+the prompt ids plus a prefix of a rollout's ids cut at a step boundary (``StepSplitter``), the
+candidate actions are the first steps of the completions' ids, and the critic, the reference
+log-probs and the actor score exactly those ids. Texts are kept beside them for reading only.
+Items over a stage's ``max_length`` are counted (``ctx.count``) and reported in results.json.
+
 Not covered: sharing one critic across iterations (each iteration trains its own).
 """
 
@@ -18,6 +24,7 @@ from dapo_bench.io import atomic_write_json, atomic_write_jsonl, read_json, read
 from dapo_bench.training.rollouts import (
     Request,
     ResumableLog,
+    StepSplitter,
     make_states,
     sample_groups,
     select_balanced,
@@ -26,37 +33,39 @@ from dapo_bench.training.rollouts import (
 
 def problems_for(ctx: Any, cfg: Any, k: int, policy: str) -> tuple[Any, list]:
     """(scorer, problems) of iteration ``k``: with fresh_problems the k-th slice of the split."""
-    from transformers import AutoTokenizer
-
     from dapo_bench.methods.data import Scorer, load_train_problems, load_train_task
 
     n = cfg.n_problems
     limit = None if n is None else (n * k if cfg.fresh_problems else n)
     task = load_train_task(ctx, limit)
-    probs = load_train_problems(ctx, limit, AutoTokenizer.from_pretrained(policy), task=task)
+    probs = load_train_problems(ctx, limit, task=task)
     if n is not None and cfg.fresh_problems:
         probs = probs[n * (k - 1) :]
-        if not probs:
+        if not probs:  # the split is used up: start again from its beginning
             probs = load_train_problems(ctx, n, task=load_train_task(ctx, n))
     return Scorer(task), probs
 
 
-def _params(ctx: Any, cfg: Any, scorer: Any, salt: int) -> SamplingParams:
+# iteration k samples with other seeds than iteration 1 (its data must not repeat iteration 1's)
+ITERATION_SEED_STRIDE = 104729
+
+
+def _params(ctx: Any, cfg: Any, scorer: Any, salt: int, k: int) -> SamplingParams:
     spec = scorer.task.spec
     return SamplingParams(
         temperature=cfg.temperature, top_p=cfg.top_p,
-        max_new_tokens=cfg.max_new_tokens or spec.max_new_tokens,
-        stop=tuple(spec.stop or ()), seed=ctx.opts.seed * 7919 + salt,
+        max_new_tokens=cfg.max_new_tokens or spec.max_new_tokens, stop=tuple(spec.stop or ()),
+        seed=ctx.opts.seed * 7919 + salt + ITERATION_SEED_STRIDE * (k - 1),
     )
 
 
-def rollouts(ctx, cfg, policy, problems, scorer, d: Path, stage: str) -> dict:
+def rollouts(ctx, cfg, policy, problems, scorer, d: Path, stage: str, k: int) -> dict:
     gen = ctx.generator(policy)
     with ctx.progress("rollouts", len(problems), unit="problems") as adv, \
             ResumableLog(d / "rollouts.jsonl") as log:
         groups = sample_groups(
             gen, [Request.for_problem(p) for p in problems], cfg.n_samples, scorer,
-            params=_params(ctx, cfg, scorer, 1), chunk_size=cfg.gen_chunk, ledger=ctx.ledger,
+            params=_params(ctx, cfg, scorer, 1, k), chunk_size=cfg.gen_chunk, ledger=ctx.ledger,
             stage=stage, progress=adv, log=log,
         )
     acc = [sum(g.rewards) / len(g.rewards) for g in groups]
@@ -67,13 +76,15 @@ def rollouts(ctx, cfg, policy, problems, scorer, d: Path, stage: str) -> dict:
     }
 
 
-def state_key(problem_id: str, prefix: str) -> str:
-    """A state's id: its problem and a hash of its prefix (equal prefixes merge)."""
-    return f"{problem_id}/{hashlib.sha256(prefix.encode()).hexdigest()[:12]}"
+def state_key(problem_id: str, prefix_ids: list[int]) -> str:
+    """A state's id: its problem and a hash of its prefix ids (equal prefixes merge)."""
+    digest = hashlib.sha256(",".join(map(str, prefix_ids)).encode()).hexdigest()[:12]
+    return f"{problem_id}/{digest}"
 
 
 def states(ctx, cfg, problems, d: Path) -> dict:
     by_id = {p.id: p for p in problems}
+    splitter = StepSplitter(ctx.tokenizer)
     out, seen, kept, kept_ok = [], set(), 0, 0.0
     for row in read_jsonl(d / "rollouts.jsonl"):
         p = by_id[row["problem_id"]]
@@ -81,13 +92,14 @@ def states(ctx, cfg, problems, d: Path) -> dict:
             resp = row["responses"][i]
             kept += 1
             kept_ok += resp["reward"]
-            for s in make_states(p.prompt, resp["text"]):
-                key = state_key(p.id, s["prefix"])
+            for s in make_states(splitter.split(resp["token_ids"])):
+                key = state_key(p.id, s["prefix_ids"])
                 if key in seen:
                     continue
                 seen.add(key)
                 out.append({"key": key, "problem_id": p.id, "prompt": p.prompt,
-                            "prefix": s["prefix"], "t": s["t"]})
+                            "prompt_ids": list(p.prompt_ids), "prefix": splitter.text(
+                                s["prefix_ids"]), "prefix_ids": s["prefix_ids"], "t": s["t"]})
     atomic_write_jsonl(d / "states.jsonl", out)
     return {"n_states": len(out), "kept_responses": kept,
             "kept_accuracy": kept_ok / max(kept, 1)}
@@ -96,20 +108,20 @@ def states(ctx, cfg, problems, d: Path) -> dict:
 def _mc_row(state: dict, group) -> dict:
     """An ``mc.jsonl`` row: the state's fields, its completions, its label, prompt tokens."""
     comps = [r.to_row() for r in group.rollouts]
-    return {**{k: v for k, v in state.items() if k != "prompt"}, "completions": comps,
-            "value": sum(c["reward"] for c in comps) / max(len(comps), 1),
+    return {**{k: v for k, v in state.items() if k not in ("prompt", "prompt_ids")},
+            "completions": comps, "value": sum(c["reward"] for c in comps) / max(len(comps), 1),
             "prompt_tokens": group.prompt_tokens}
 
 
-def mc_labels(ctx, cfg, policy, scorer, d: Path, stage: str) -> dict:
+def mc_labels(ctx, cfg, policy, scorer, d: Path, stage: str, k: int) -> dict:
     sts = {s["key"]: s for s in read_jsonl(d / "states.jsonl")}
-    reqs = [Request(k, s["problem_id"], s["prompt"] + s["prefix"], s["prefix"])
-            for k, s in sts.items()]
+    reqs = [Request(key, s["problem_id"], s["prompt_ids"] + s["prefix_ids"], s["prefix"])
+            for key, s in sts.items()]
     gen = ctx.generator(policy)
     with ctx.progress("mc labels", len(reqs), unit="states") as adv, \
             ResumableLog(d / "mc.jsonl", "completions") as log:
         groups = sample_groups(
-            gen, reqs, cfg.mc_samples, scorer, params=_params(ctx, cfg, scorer, 2),
+            gen, reqs, cfg.mc_samples, scorer, params=_params(ctx, cfg, scorer, 2, k),
             chunk_size=cfg.gen_chunk, ledger=ctx.ledger, stage=stage, progress=adv, log=log,
             to_row=lambda r, g: _mc_row(sts[r.key], g),
         )
@@ -125,6 +137,14 @@ def _heldout(problem_id: str, frac: float) -> bool:
     return h < frac * 10000
 
 
+def _counter(ctx: Any, stage: str) -> Any:
+    """``on_batch`` for scoring passes: charge the ledger (inference) and count truncations."""
+    def on_batch(b: Any) -> None:
+        ctx.ledger.add_inf(stage, b.n_tokens)
+        ctx.count(stage, b.cuts)
+    return on_batch
+
+
 def critic(ctx, cfg, policy, d: Path, stage: str) -> dict:
     from dapo_bench.methods.dapo.critic import (
         calibration,
@@ -135,26 +155,29 @@ def critic(ctx, cfg, policy, d: Path, stage: str) -> dict:
     from dapo_bench.models import load_policy
     from dapo_bench.training.value import ValueModel
 
-    prompts = {s["key"]: s["prompt"] for s in read_jsonl(d / "states.jsonl")}
-    data = critic_examples(read_jsonl(d / "mc.jsonl"), prompts,
+    prompts = {s["key"]: s["prompt_ids"] for s in read_jsonl(d / "states.jsonl")}
+    data = critic_examples(read_jsonl(d / "mc.jsonl"), prompts, StepSplitter(ctx.tokenizer),
                            step_labels=cfg.critic.step_labels)
-    train = [x[:3] for x in data if not _heldout(x[3], cfg.critic.heldout_frac)]
+    frac = cfg.critic.heldout_frac
+    train = [x[:2] for x in data if not _heldout(x[2], frac)]
     # the calibration report: held-out problems' MC states (m-sample labels) only
-    held = [x[:3] for x in data if x[4] and _heldout(x[3], cfg.critic.heldout_frac)]
+    held = [x[:2] for x in data if x[3] and _heldout(x[2], frac)]
     lm, tok = load_policy(cfg.critic.model or policy)
     vm = ValueModel.from_causal_lm(lm)
-    hist = train_critic(vm, tok, train, cfg.critic, seed=ctx.opts.seed,
-                        engine_cfg=ctx.engine_cfg, ledger=ctx.ledger, stage=stage)
-    preds = score_values(vm, tok, [(p, s) for p, s, _ in held], max_length=cfg.critic.max_length,
-                         on_tokens=lambda t: ctx.ledger.add_inf(stage, t))
+    st = train_critic(vm, tok.pad_token_id, train, cfg.critic, seed=ctx.opts.seed,
+                      engine_cfg=ctx.engine_cfg, ledger=ctx.ledger, stage=stage)
+    ctx.count(stage, st.counts)
+    preds = score_values(vm, tok.pad_token_id, [c for c, _ in held],
+                         max_length=cfg.critic.max_length, on_batch=_counter(ctx, stage))
     vm.save(tok, d / "critic")
-    cal = calibration(preds, [y for *_, y in held], bins=cfg.critic.bins)
+    cal = calibration(preds, [y for _, y in held], bins=cfg.critic.bins)
     ctx.log(f"critic: held-out Brier {cal['brier']} (constant predictor "
             f"{cal.get('brier_constant')}), ECE {cal['ece']}")
     return {"n_train": len(train), "n_train_mc_states": sum(
-                x[4] for x in data if not _heldout(x[3], cfg.critic.heldout_frac)),
+                x[3] for x in data if not _heldout(x[2], frac)),
             "n_heldout": len(held), "heldout": cal,
-            "final_loss": hist[-1]["loss"] if hist else None, "history": hist}
+            "final_loss": st.history[-1]["loss"] if st.history else None,
+            "history": st.history}
 
 
 def advantages(ctx, cfg, d: Path, stage: str) -> dict:
@@ -167,31 +190,67 @@ def advantages(ctx, cfg, d: Path, stage: str) -> dict:
     from dapo_bench.training.value import ValueModel
 
     est = VALUE_ESTIMATORS.entry(cfg.advantage)
-    prompts = {s["key"]: s["prompt"] for s in read_jsonl(d / "states.jsonl")}
+    splitter = StepSplitter(ctx.tokenizer)
+    sts = {s["key"]: s for s in read_jsonl(d / "states.jsonl")}
     rows = read_jsonl(d / "mc.jsonl")
-    cands = [candidates_from_completions(r["completions"]) for r in rows]
-    need = sorted({(prompts[r["key"]], r["prefix"] + c.text)
-                   for r, cs in zip(rows, cands) for c in cs if not c.terminal})
+    cands = [candidates_from_completions(r["completions"], splitter) for r in rows]
+
+    def state_ids(r: dict) -> tuple:
+        return tuple(sts[r["key"]]["prompt_ids"]) + tuple(r["prefix_ids"])
+
+    need = sorted({state_ids(r) + c.ids for r, cs in zip(rows, cands) for c in cs
+                   if not c.terminal})
     vals: dict = {}
     if est.meta.get("needs_critic", True):
         vm, tok = ValueModel.load(d / "critic")
-        vals = dict(zip(need, score_values(vm, tok, need, max_length=cfg.critic.max_length,
-                                           on_tokens=lambda t: ctx.ledger.add_inf(stage, t))))
+        vals = dict(zip(need, score_values(vm, tok.pad_token_id, need,
+                                           max_length=cfg.critic.max_length,
+                                           on_batch=_counter(ctx, stage))))
     out, n_act, n_term = [], 0, 0
     for r, cs in zip(rows, cands):
-        p = prompts[r["key"]]
-        critic_v = [None if c.terminal else vals.get((p, r["prefix"] + c.text)) for c in cs]
+        s = sts[r["key"]]
+        critic_v = [None if c.terminal else vals.get(state_ids(r) + c.ids) for c in cs]
         acts = state_advantages(cs, est.obj(cs, critic_v, cfg.mc_prior), cfg.min_spread)
         if acts is None:
             continue
         n_act += len(acts)
         n_term += sum(a["eos"] for a in acts)
-        out.append({"key": r["key"], "problem_id": r["problem_id"], "prompt": p,
-                    "prefix": r["prefix"], "actions": acts})
+        out.append({"key": r["key"], "problem_id": r["problem_id"], "prompt": s["prompt"],
+                    "prompt_ids": s["prompt_ids"], "prefix": r["prefix"],
+                    "prefix_ids": r["prefix_ids"], "actions": acts})
     atomic_write_jsonl(d / "advantages.jsonl", out)
     return {"n_states": len(rows), "kept_states": len(out), "n_actions": n_act,
             "terminal_actions": n_term, "estimator": cfg.advantage,
             "scored_actions": len(vals)}
+
+
+def _reference(ctx, model, tok, sts, cfg, d: Path, policy: str, stage: str) -> dict:
+    """log pi_ref of every kept action, cached in ``ref_logprobs.json`` with what it belongs to
+    (the advantages file and the policy): a cache of other inputs is recomputed, not reused."""
+    from dapo_bench.methods.dapo.actor import reference_logprobs
+    from dapo_bench.provenance import hash_bytes, hash_path
+
+    cache = d / "ref_logprobs.json"
+    belongs = {"advantages": hash_bytes((d / "advantages.jsonl").read_bytes()),
+               "policy": hash_path(policy), "max_length": cfg.actor.max_length}
+    if cache.is_file():
+        ref = read_json(cache)
+        if ref.get("belongs_to") == belongs:
+            return ref
+        ctx.log("actor: cached reference log-probs belong to other inputs; recomputing")
+    seen = {"tokens": 0, "cuts": {}}
+
+    def on_batch(b: Any) -> None:
+        seen["tokens"] += b.n_tokens
+        for key, v in b.cuts.items():
+            seen["cuts"][key] = seen["cuts"].get(key, 0) + v
+
+    lps = reference_logprobs(model, tok.pad_token_id, sts, max_length=cfg.actor.max_length,
+                             on_batch=on_batch)
+    ref = {"keys": [s["key"] for s in sts], "logprobs": lps, "tokens": seen["tokens"],
+           "cuts": seen["cuts"], "belongs_to": belongs}
+    atomic_write_json(cache, ref)
+    return ref
 
 
 def actor(ctx, cfg, policy, d: Path, stage: str) -> dict:
@@ -200,32 +259,31 @@ def actor(ctx, cfg, policy, d: Path, stage: str) -> dict:
 
     sts = read_jsonl(d / "advantages.jsonl")
     model, tok = load_policy(policy)
-    cache = d / "ref_logprobs.json"
-    if not cache.is_file():
-        n = [0]
-        lps = reference_logprobs(model, tok, sts, max_length=cfg.actor.max_length,
-                                 on_tokens=lambda t: n.__setitem__(0, n[0] + t))
-        atomic_write_json(cache, {"keys": [s["key"] for s in sts], "logprobs": lps,
-                                  "tokens": n[0]})
-    ref = read_json(cache)
+    ref = _reference(ctx, model, tok, sts, cfg, d, policy, stage)
     ctx.ledger.add_inf(stage, ref["tokens"])
+    ctx.count(stage + ".reference", ref.get("cuts", {}))
     if not sts:
         ctx.log("actor: no state kept by the advantage filter; the policy is unchanged")
         save_policy(model, tok, d / "actor")
         return {"steps": 0, "history": []}
-    hist = train_actor(model, tok, sts, ref["logprobs"], beta=cfg.beta, cfg=cfg.actor,
-                       seed=ctx.opts.seed, engine_cfg=ctx.engine_cfg, ledger=ctx.ledger,
-                       stage=stage)
+    st = train_actor(model, tok.pad_token_id, sts, ref["logprobs"], beta=cfg.beta,
+                     cfg=cfg.actor, seed=ctx.opts.seed, engine_cfg=ctx.engine_cfg,
+                     ledger=ctx.ledger, stage=stage)
+    ctx.count(stage, st.counts)
     save_policy(model, tok, d / "actor")
-    # after training: the log-ratio of every action against A (an inference pass, counted)
+    # a diagnostic after training: the log-ratio of every action against A. It is not part of
+    # the method, so its forward passes are not charged to the ledger (its tokens are reported)
     import torch
 
-    after = reference_logprobs(model, tok, sts, max_length=cfg.actor.max_length,
-                               on_tokens=lambda t: ctx.ledger.add_inf(stage, t))
+    diag = {"tokens": 0}
+    after = reference_logprobs(model, tok.pad_token_id, sts, max_length=cfg.actor.max_length,
+                               on_batch=lambda b: diag.__setitem__("tokens",
+                                                                   diag["tokens"] + b.n_tokens))
     flat = lambda xs: torch.tensor([x for row in xs for x in row])
     adv = torch.tensor([a["adv"] for s in sts for a in s["actions"]])
     _, final = dapo_actor_loss(flat(after), flat(ref["logprobs"]), adv, cfg.beta)
-    ctx.log(f"actor: {len(hist)} steps; after training loss {final['loss']:.4g}, sign agreement "
+    ctx.log(f"actor: {st.steps} steps; after training loss {final['loss']:.4g}, sign agreement "
             f"{final['sign_agree']:.3f}, mean |log-ratio| {final['abs_log_ratio']:.3f}")
-    return {"steps": len(hist), "n_states": len(sts), "n_actions": int(adv.numel()),
-            "after": final, "history": hist}
+    return {"steps": st.steps, "n_states": len(sts), "n_actions": int(adv.numel()),
+            "after": final, "diagnostic_tokens_uncharged": diag["tokens"],
+            "history": st.history}
