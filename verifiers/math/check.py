@@ -40,7 +40,7 @@ def fast_leaf_eq(g: str, p: str, trace: Trace | None = None) -> bool:
     """Decide one leaf pair without sympy, or raise :class:`Undecided`."""
     note = trace.note if trace else (lambda rule: True)
     if g == p:
-        return note("identical")
+        return note("same form")
     gn, pn = parse_number(g), parse_number(p)
     if gn is not None and pn is not None:
         note("number")

@@ -36,6 +36,7 @@ import re
 from functools import lru_cache
 
 from dapo_bench.errors import UserError
+from dapo_bench.verifiers.math.normalize import TooLarge, clean, squeeze
 from dapo_bench.verifiers.math.spans import (
     Span,
     boxes,
@@ -44,6 +45,7 @@ from dapo_bench.verifiers.math.spans import (
     prepare_text,
     sentences,
 )
+from dapo_bench.verifiers.math.structure import is_label
 
 MAX_TEXT = 100_000  # characters of a model response we scan at all; longer is too_large
 
@@ -51,7 +53,7 @@ _STRONG = re.compile(r"final\s+answer|####", re.IGNORECASE)
 _PHRASE = re.compile(r"final\s+answer(?:\s+is)?|answers?\s+(?:is|are)|\banswer\s*:|^\s*answer\b"
                      r"|####", re.IGNORECASE)
 _NUMBER = re.compile(r"(?:(?<=\\boxed\{)|(?<![\w.\\^_{]))-?(?:(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:/\d+)?|\.\d+)"
-                     r"(?![\d{^_]|\\[a-zA-Z]|[.,]\d)")
+                     r"(?:\\?%)?(?![\d{^_]|\\[a-zA-Z]|[.,]\d)")
 _PROSE = frozenset("is are was were the so thus therefore hence we get gives give answer then "
                    "which that because since find found have has be let this it of to for with "
                    "by from final equals".split())
@@ -101,18 +103,35 @@ def _run_forward(items: list, k: int) -> str:
     return " ".join(x.inner if isinstance(x, Span) else x.strip() for x in items[k:j + 1]).strip()
 
 
+def _names_only(inner: str) -> bool:
+    """``$ABCDEFGH$``, ``$N$``, ``$f(x)$``: a span that only names something."""
+    try:
+        return is_label(squeeze(clean(inner)))
+    except TooLarge:
+        return False
+
+
 def _last_token(items: list) -> str | None:
-    """The last math span (with the spans joined to it) or prose number in *items*."""
+    """The last math span (with the spans joined to it by separators) in *items*; a span that
+    only names something (``$ABCDEFGH$``) gives way to a number written after it; with no
+    span, the last prose number."""
+    number, name = None, None
     for k in range(len(items) - 1, -1, -1):
         x = items[k]
         if isinstance(x, Span):
-            if x.inner.strip():
+            if not x.inner.strip():
+                continue
+            if not _names_only(x.inner):
                 return _run_back(items, k)
-        else:
+            if name is None:
+                name = k
+        elif number is None:
             nums = _numbers(x)
             if nums:
-                return nums[-1]
-    return None
+                number = (k, nums[-1])
+    if number is not None and (name is None or number[0] > name):
+        return number[1]
+    return _run_back(items, name) if name is not None else None
 
 
 def _answer_in(items: list) -> str | None:

@@ -36,16 +36,27 @@ LeafEq = Callable[[str, str], bool]
 
 
 class Trace:
-    """Which rule decided a comparison (the last one noted)."""
+    """Which rule decided a comparison: the outermost shape rule (``labels in order``,
+    ``relation vs interval``...) and the last leaf or shape decision, as ``str(trace)``."""
 
-    __slots__ = ("rule",)
+    __slots__ = ("_shape", "_last")
 
     def __init__(self) -> None:
-        self.rule = ""
+        self._shape, self._last = "", ""
 
     def note(self, rule: str) -> bool:
-        self.rule = rule
+        self._last = rule
         return True
+
+    def shape(self, rule: str) -> None:
+        if not self._shape:
+            self._shape = rule
+
+    @property
+    def rule(self) -> str:
+        if self._shape and self._last and self._last != self._shape:
+            return f"{self._shape}: {self._last}"
+        return self._shape or self._last
 
 
 _NO_TRACE = Trace()
@@ -58,7 +69,7 @@ def compare(g: Node, p: Node, leaf_eq: LeafEq, trace: Trace | None = None) -> bo
     (the fast path raises when it cannot decide a leaf)."""
     t = trace or _NO_TRACE
     if g == p:
-        return t.note("identical")
+        return t.note("same form")
 
     def eq(a: Node, b: Node) -> bool:
         return compare(a, b, leaf_eq, t)
@@ -69,39 +80,39 @@ def compare(g: Node, p: Node, leaf_eq: LeafEq, trace: Trace | None = None) -> bo
 
     gk, pk = g.kind, p.kind
     if gk == "eq" and pk == "eq":
+        t.shape("labelled values")
         same = eq(g.items[0], p.items[0])
         if same or g.var == p.var:
             return same
         return leaf_eq(g.src, p.src)  # y=2x+1 vs x=(y-1)/2: as equations
     if gk in ("eq", "eqn") and pk in ("eq", "eqn"):
+        t.shape("equations")
         return leaf_eq(g.src, p.src)
     if gk == "eqn":
         return no("gold equation vs value")
-    if gk == "eq":
-        return eq(g.items[0], p)
-    if pk == "eq":
-        return eq(g, p.items[0])
+    if gk == "eq" or pk == "eq":
+        t.shape("label dropped")
+        return eq(g.items[0], p) if gk == "eq" else eq(g, p.items[0])
     if pk == "eqn":
-        t.note("chain: last part")
+        t.shape("chain: last part")
         return eq(g, p.items[1])
     if gk == "choice" or pk == "choice":
-        return _choice(g, p, eq, no)
+        return _choice(g, p, eq, t)
     if gk == "rel":
         if pk == "rel":
             return _relations(g, p, leaf_eq, eq, no)
         iv = as_interval(g)
         if iv is None:
             return no("relation vs value")
-        t.note("relation vs interval")
+        t.shape("relation vs interval")
         return eq(iv, p)
     if pk == "rel":
         return no("interval vs relation (policy)" if gk in ("tuple", "union") else
                   "value vs relation")
     if gk == "labelled" or pk == "labelled":
-        return _labelled(g, p, eq, no)
-    if gk == "list" and pk == "leaf" and _comma_decimal(g, p):
-        return t.note("decimal comma")
-    if pk == "list" and gk == "leaf" and _comma_decimal(p, g):
+        return _labelled(g, p, eq, t)
+    if (gk, pk) == ("list", "leaf") and _comma_decimal(g, p) or (
+            (gk, pk) == ("leaf", "list") and _comma_decimal(p, g)):
         return t.note("decimal comma")
     if gk == "matrix" and pk == "leaf" and "\\begin" in p.text:
         return leaf_eq(g.src, p.text)  # matrix arithmetic: A+B, AB
@@ -111,6 +122,7 @@ def compare(g: Node, p: Node, leaf_eq: LeafEq, trace: Trace | None = None) -> bo
         return leaf_eq(g.text, p.text)
     if len(g.items) != len(p.items):
         return no(f"{gk} of {len(g.items)} vs {len(p.items)}")
+    t.shape(gk)
     if gk in ("tuple", "matrix", "ratio"):
         if g.text != p.text:
             return no(f"brackets {g.text} vs {p.text}")
@@ -130,7 +142,7 @@ def _unordered(gs: list[Node], ps: list[Node], eq) -> bool:
     return True
 
 
-def _choice(g: Node, p: Node, eq, no) -> bool:
+def _choice(g: Node, p: Node, eq, t: Trace) -> bool:
     def letter(n: Node) -> str | None:
         if n.kind == "choice":
             return n.text
@@ -138,12 +150,13 @@ def _choice(g: Node, p: Node, eq, no) -> bool:
 
     lg, lp = letter(g), letter(p)
     if lg is not None and lp is not None:
-        return lg == lp or no("choice letters differ")
+        return t.note("choice letter") if lg == lp else not t.note("choice letters differ")
+    t.shape("choice value")
     if g.kind == "choice" and g.items and lp is None:
         return eq(g.items[0], p)
     if p.kind == "choice" and p.items and lg is None:
         return eq(g, p.items[0])
-    return no("choice vs value")
+    return not t.note("choice vs value")
 
 
 def _relations(g: Node, p: Node, leaf_eq, eq, no) -> bool:
@@ -188,21 +201,25 @@ def _values(n: Node) -> list[Node]:
     return [it.items[0] if it.kind == "eq" else it for it in n.items]
 
 
-def _labelled(g: Node, p: Node, eq, no) -> bool:
+def _labelled(g: Node, p: Node, eq, t: Trace) -> bool:
     if g.kind == "labelled" and p.kind == "labelled":
         if len(g.items) != len(p.items):
-            return no("labelled lists differ in length")
+            return not t.note("labelled lists differ in length")
         gl, pl = {e.var: e.items[0] for e in g.items}, {e.var: e.items[0] for e in p.items}
         if set(gl) == set(pl):
+            t.shape("by label")
             return all(eq(gl[k], pl[k]) for k in gl)
+        t.shape("labels in order")
         return all(eq(a, b) for a, b in zip(_values(g), _values(p)))
     lab, other = (g, p) if g.kind == "labelled" else (p, g)
     if other.kind == "tuple" and other.text != "()" or other.kind not in ("tuple", "list"):
-        return no(f"labelled vs {other.kind}")
+        return not t.note(f"labelled vs {other.kind}")
     if len(lab.items) != len(other.items):
-        return no("labelled vs list of another length")
+        return not t.note("labelled vs list of another length")
     if other.kind == "list" and other is g:  # a bare gold list: order does not matter
+        t.shape("labelled values as a set")
         return _unordered(list(g.items), _values(p), eq)
+    t.shape("labels in order")
     pairs = zip(_values(g), other.items) if lab is g else zip(g.items, _values(p))
     return all(eq(a, b) for a, b in pairs)
 

@@ -204,5 +204,7 @@ def sentences(text: str, spans: list[Span]) -> list[list]:
             break
         if sp.inner:
             out[-1].append(sp)
+            if sp.inner.rstrip().endswith((".", "!", "?")):  # "$$..\geq 2.$$ Therefore, ..."
+                out.append([])
         pos = sp.end
     return [s for s in out if s]
