@@ -184,3 +184,27 @@ def test_cli_verify_writes_ordered_lines_and_rejects_missing_fields(tmp_path):
     src.write_text(json.dumps({"prediction": "1"}) + "\n")
     r = subprocess.run(cmd, capture_output=True, text=True, check=False)
     assert r.returncode == 2 and "gold" in r.stderr
+
+
+def test_cli_judges_short_answers_and_responses_without_a_flag(tmp_path):
+    """One file mixing bare answers and full responses: each judged right with no flag; each
+    line names the text taken as the answer, and with --explain how it was found and the rule."""
+    rows = [{"prediction": r"3\frac12", "gold": r"\frac72"},
+            {"prediction": r"$\frac13 $", "gold": "1/3"},
+            {"prediction": r"\frac{10}{9}", "gold": "9"},
+            {"prediction": r"Thus $x \geq 5$ is the solution.", "gold": r"x\ge 5"},
+            {"prediction": r"The roots are $\boxed{2}$ and $\boxed{-3}$.", "gold": "2, -3"},
+            {"prediction": "12:00", "gold": "1:00"}]
+    src = tmp_path / "in.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    cmd = [sys.executable, "-m", "dapo_bench.cli", "verify", str(src), "--workers", "1"]
+    plain = subprocess.run(cmd, capture_output=True, text=True, check=True)
+    got = [json.loads(line) for line in plain.stdout.splitlines()]
+    assert [g["passed"] for g in got] == [True, True, False, True, True, False]
+    assert [g["extracted"] for g in got] == [
+        r"3\frac12", r"$\frac13 $", r"\frac{10}{9}", r"x \geq 5", "2, -3", "12:00"]
+    assert "rule" not in got[0]
+    explained = subprocess.run(cmd + ["--explain"], capture_output=True, text=True, check=True)
+    got = [json.loads(line) for line in explained.stdout.splitlines()]
+    assert [g["answer_from"] for g in got] == ["bare", "bare", "bare", "sentence", "box", "bare"]
+    assert got[5]["rule"] == "ratio: number" and all(g["rule"] for g in got)

@@ -52,7 +52,8 @@ MAX_TEXT = 100_000  # characters of a model response we scan at all; longer is t
 _STRONG = re.compile(r"final\s+answer|####", re.IGNORECASE)
 _PHRASE = re.compile(r"final\s+answer(?:\s+is)?|answers?\s+(?:is|are)|\banswer\s*:|^\s*answer\b"
                      r"|####", re.IGNORECASE)
-_NUMBER = re.compile(r"(?:(?<=\\boxed\{)|(?<![\w.\\^_{]))-?(?:(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:/\d+)?|\.\d+)"
+_NUMBER = re.compile(r"(?:(?<=\\boxed\{)|(?<![\w.\\^_{:]))-?(?:\d+(?::\d+)+|(?:\d{1,3}(?:,\d{3})+|\d+)"
+                     r"(?:\.\d+)?(?:/\d+)?|\.\d+)"
                      r"(?:\\?%)?(?![\d{^_]|\\[a-zA-Z]|[.,]\d)")
 _PROSE = frozenset("is are was were the so thus therefore hence we get gives give answer then "
                    "which that because since find found have has be let this it of to for with "
@@ -207,8 +208,8 @@ def is_bare(text: str, spans: list[Span]) -> bool:
     if len(text) > 600 or "\\boxed" in text or "\\fbox" in text:
         return False
     prose = _prose(text, spans)
-    if _PHRASE.search(prose) or re.search(r"[.!?]\s+[A-Za-z]|\S[ \t]*\n[ \t]*\S|:\s*\S",
-                                          prose):
+    if _PHRASE.search(prose) or re.search(r"[.!?]\s+[A-Za-z]|\S[ \t]*\n[ \t]*\S"
+                                          r"|[A-Za-z]{2}:\s", prose):
         return False
     words = [w.lower() for w in _WORDS.findall(_CMD.sub(" ", prose))]
     words = [w for w in words if w not in ("and", "or")]

@@ -11,8 +11,9 @@ the worker) only for single values. Rules:
   lists match by label when both sides use the same labels, else in written order; a
   labelled gold (``p=3, q=2``) equals the tuple ``(3,2)`` or the list ``3, 2`` in that order;
 - equations (``eqn``): compared as equations by the leaf comparison; a gold value against a
-  predicted chain ``5\\times 6\\times 4=120`` takes its last part (math-verify's rule); a
-  gold equation never equals a bare value (``7=11a+c`` != ``11a+c``);
+  predicted computation ``5\\times 6\\times 4=120`` (or a chain ``a+2z=2z+a=101``) takes its
+  last part (math-verify's rule), but not an equation in a variable (gold 4, ``x^2=4``);
+  a gold equation never equals a bare value (``7=11a+c`` != ``11a+c``);
 - relations: same operators and sides, else the leaf comparison on the whole relations
   (``-x>-1`` = ``x<1``); strict never equals non-strict. **Relation vs interval** is
   asymmetric, as in math-verify: a gold relation in one variable (``x\\geq5``, ``-1<x<3``,
@@ -94,6 +95,8 @@ def compare(g: Node, p: Node, leaf_eq: LeafEq, trace: Trace | None = None) -> bo
         t.shape("label dropped")
         return eq(g.items[0], p) if gk == "eq" else eq(g, p.items[0])
     if pk == "eqn":
+        if p.var != "chain":
+            return no("value vs equation")  # x^2=4 is not the answer 4
         t.shape("chain: last part")
         return eq(g, p.items[1])
     if gk == "choice" or pk == "choice":

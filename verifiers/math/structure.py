@@ -23,7 +23,9 @@ compare two trees are in :mod:`match`. Node kinds, in the order the parser tries
   part, and a chain with a label inside (``1=\\zzz=x=0``) is read from its last label. A label
   is a letter or command with subscripts, primes or arguments, an upper-case name (``AB``), or a
   tuple, ratio, fraction or ``|..|`` of labels; ``xy`` is not (it may be a product).
-- ``eqn``: any other equation ``L=R`` (``2x+4y-3=0``; chains keep their last two parts).
+- ``eqn``: any other equation ``L=R`` (``2x+4y-3=0``; chains keep their last two parts);
+  ``var`` is ``chain`` for a computation (``5\\times 6=30``, ``a+2z=2z+a=101``: a chain of
+  three or more parts, or a left side without letters).
 - ``ratio``: ``3:2``, ``12:00`` (ordered parts, never a division).
 
 Raises normalize.TooLarge beyond MAX_NODES nodes.
@@ -216,9 +218,10 @@ def _parse(s: str, depth: int, budget: list[int]) -> Node:
             value = _parse(parts[-1], depth + 1, budget)
             return Node("eq", items=(value,), var=squeeze(parts[k]),
                         src=squeeze(parts[k] + "=" + parts[-1]))
+        chain = len(parts) > 2 or not re.search(r"[a-zA-Z]", re.sub(r"\\[a-zA-Z]+", "", parts[0]))
         return Node("eqn", items=(Node("leaf", squeeze(parts[-2])),
                                   _parse(parts[-1], depth + 1, budget)),
-                    src=squeeze(parts[-2] + "=" + parts[-1]))
+                    var="chain" if chain else "", src=squeeze(parts[-2] + "=" + parts[-1]))
     parts = split_top(s, (":",))
     if len(parts) > 1 and all(p.strip() for p in parts):
         return Node("ratio", items=tuple(sub(parts)))
