@@ -49,6 +49,6 @@ def test_task_score_and_training_reward_agree(task):
     assert two.extracted == "69, 84" and two.details["answer_from"] == "box"
     scorer = Scorer(task)
     try:
-        assert scorer(texts, [p.id for p in probs]) == [1.0, 1.0, 0.0, 0.0]
+        assert [v.reward for v in scorer(texts, [p.id for p in probs])] == [1.0, 1.0, 0.0, 0.0]
     finally:
         scorer.close()
