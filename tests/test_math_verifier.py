@@ -112,6 +112,9 @@ def test_reasons():
     ("\\boxed{" + "1" * 200_000 + "}", {"too_large"}),
     ("1" * 200_000, {"too_large"}),
     ("\\boxed{" + "{" * 500 + "1" + "}" * 500 + "}", {"too_large"}),
+    ("\\(x" * 30000, {"no_answer"}),  # unclosed openers: span scanning stays linear
+    ("\\boxed{" * 12000, {"no_answer"}),
+    ("$x$ and " * 10000, {"too_large"}),  # one span run of 10,000 answers
 ])
 def test_hostile_sizes_are_bounded(pred, reason):
     v = verify(pred, "5", timeout=2.0)

@@ -33,6 +33,7 @@ whole when it is bare, else its answer phrase, else the gold whole (prose golds 
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from functools import lru_cache
 
 from dapo_bench.errors import UserError
@@ -169,11 +170,12 @@ def _after(text: str, pos: int) -> str | None:
 def _strong(text: str, spans: list[Span], after: int = 0) -> str | None:
     """The answer after the last "final answer" or ``####`` outside math, if it is past
     *after* (the end of the last box: a later final statement beats an earlier box)."""
-    last = None
-    for m in _STRONG.finditer(text, after):
-        if not any(sp.start <= m.start() < sp.end for sp in spans):
-            last = m
-    return _after(text, last.end()) if last is not None else None
+    starts = [sp.start for sp in spans]
+    for m in reversed(list(_STRONG.finditer(text, after))):
+        k = bisect_right(starts, m.start()) - 1
+        if k < 0 or spans[k].end <= m.start():  # not inside a math span
+            return _after(text, m.end())
+    return None
 
 
 def _phrase_in(sents: list[list], idx: int) -> str | None:

@@ -42,14 +42,14 @@ class Span:
     inner: str
 
 
-def _close(text: str, i: int, opener: str, closer: str) -> tuple[int, bool]:
+def _close(text: str, i: int, opener: str, closer: str, find) -> tuple[int, bool]:
     """(index of the closer of the inline span opened at *i*, or -1; broken). A span padded
     by a space whose body breaks a line (``$ \\n 9 \\n $``) is *broken*: neither math nor
     prose, as math-verify reads it."""
     padded = text[i + len(opener):i + len(opener) + 1].isspace()
     j = i + len(opener)
     while True:
-        j = text.find(closer, j)
+        j = find(closer, j)
         if j < 0:
             return -1, False
         if closer == "$" and text[j - 1] == "\\":  # \$ inside math: an escaped dollar
@@ -63,30 +63,46 @@ def _close(text: str, i: int, opener: str, closer: str) -> tuple[int, bool]:
         return j, False
 
 
+def _finder(text: str):
+    """``text.find`` that remembers where a closer no longer occurs (linear time on texts
+    full of unclosed openers)."""
+    absent: dict[str, int] = {}
+
+    def find(sub: str, start: int) -> int:
+        if start >= absent.get(sub, len(text) + 1):
+            return -1
+        k = text.find(sub, start)
+        if k < 0:
+            absent[sub] = min(start, absent.get(sub, start))
+        return k
+
+    return find
+
+
 def math_spans(text: str) -> list[Span]:
     """Math spans in order; a broken span (see :func:`_close`) has an empty ``inner``."""
-    out, i, n = [], 0, len(text)
+    out, i, n, find = [], 0, len(text), _finder(text)
     while i < n:
-        j = min((k for k in (text.find("$", i), text.find("\\", i)) if k >= 0), default=-1)
+        j = min((k for k in (find("$", i), find("\\", i)) if k >= 0), default=-1)
         if j < 0:
             break
         if text[j] == "\\":
             two = text[j:j + 2]
             if two == "\\[":
-                k = text.find("\\]", j + 2)
+                k = find("\\]", j + 2)
                 if k >= 0:
                     out.append(Span(j, k + 2, text[j + 2:k]))
                     i = k + 2
                     continue
             elif two == "\\(":
-                k, broken = _close(text, j, "\\(", "\\)")
+                k, broken = _close(text, j, "\\(", "\\)", find)
                 if k >= 0:
                     out.append(Span(j, k + 2, "" if broken else text[j + 2:k]))
                     i = k + 2
                     continue
             elif two == "\\b" and (m := _ENV.match(text, j)):
                 end = f"\\end{{{m.group(1)}{m.group(2)}}}"
-                k = text.find(end, m.end())
+                k = find(end, m.end())
                 if k >= 0:
                     out.append(Span(j, k + len(end), text[m.end():k]))
                     i = k + len(end)
@@ -94,14 +110,14 @@ def math_spans(text: str) -> list[Span]:
             i = j + 2
             continue
         if text.startswith("$$", j):
-            k = text.find("$$", j + 2)
+            k = find("$$", j + 2)
             if k >= 0:
                 out.append(Span(j, k + 2, text[j + 2:k]))
                 i = k + 2
                 continue
             i = j + 2
             continue
-        k, broken = _close(text, j, "$", "$")
+        k, broken = _close(text, j, "$", "$", find)
         if k >= 0:
             out.append(Span(j, k + 1, "" if broken else text[j + 1:k]))
             i = k + 1
@@ -135,9 +151,12 @@ class Box:
     inner: str
 
 
+MAX_BOXES = 64  # only the last ones can belong to the last group; bounds the brace scans
+
+
 def boxes(text: str) -> list[Box]:
     out = []
-    for m in _BOX.finditer(text):
+    for m in list(_BOX.finditer(text))[-MAX_BOXES:]:
         i = m.end()
         while i < len(text) and text[i] in " \t\n":
             i += 1
