@@ -1,21 +1,28 @@
-"""Ours vs math-verify 0.9.0 on the same generated answer pairs, in one process, one run.
+"""Ours vs math-verify 0.9.0 on the same pairs, in one process, one run.
 
-    nice -n 5 python bench/verify_math.py [--pairs 600] [--seed 0]
+    nice -n 5 python bench/verify_math.py --math-verify-repo PATH [--pairs 600] [--seed 0]
 
-Two sets, each half positive and half negative (every negative is a near miss):
-- mixed: integers, decimals vs fractions, fractions, roots, tuples, intervals, sets,
-  polynomials, equations, boxed full solutions (a paragraph of reasoning, then a box);
-- simple: integers and decimals only.
+``PATH`` is a Math-Verify checkout or git dir (``git clone https://github.com/huggingface/
+Math-Verify``); its regression cases are read from its ``tests/`` now, at bench time (see
+``math_verify_cases.py``), never stored here. Sets, each run by both verifiers back to back:
 
-Each pair is a full model-style response (the answer in ``\\boxed{}``) and a bare gold. Both
-verifiers see the same text: ours ``verify(response, gold)``, math-verify
-``verify(parse("$" + gold + "$"), parse(response))``. Every pair has its own gold, so our
-parse cache does not help here (the RL case, many predictions per gold, is the ``--rl`` set).
+- ``mv-short`` / ``mv-long``: math-verify's own cases (gold, prediction, expected), split at
+  200 characters (220 short answers, 49 long responses). Ours runs as the CLI default
+  (``MathVerifier()``: no flag, no option); math-verify runs with the options its own test
+  passes (extraction targets, precision, strict, allow_set_relation_comp).
+- ``competition``: the 71 competition-shape pairs of ``tests/test_math_competition.py``;
+  math-verify gets ``parse(gold)`` (``$gold$`` when the gold has no delimiter) and
+  ``parse(prediction)``.
+- ``mixed``: generated near-miss pairs, half positive: integers, decimals vs fractions,
+  fractions, roots, tuples, intervals, sets, polynomials, equations, boxed full solutions;
+  ``simple``: integers and decimals only. Each is a full response with the answer in
+  ``\\boxed{}``; math-verify gets ``parse("$" + gold + "$")``. Every pair has its own gold,
+  so our parse cache does not help (the RL case, many predictions per gold, is ``rl``).
+
 Single process each: ours with ``workers=1`` (one sympy worker used sequentially), math-verify
-in this process; both get the same untimed warm-up (``worker.WARM_UP``: imports and the LaTeX
-parser's lazily built tables). Prints pairs/s, the ratio, the agreement between the two, and each one's
-false "equal" verdicts on the negatives and misses on the positives; then our batch
-throughput with the process pool over all cores.
+in this process; both get the same untimed warm-up (``worker.WARM_UP``). Per set: right (vs
+the expected verdict), false "equal", agreement between the two, ours-equal where
+math-verify says unequal, pairs/s and the speed ratio; then a markdown table of it all.
 """
 
 from __future__ import annotations
@@ -116,13 +123,15 @@ def _solution(rng):
 
 
 def _run_ours(pairs, workers: int):
+    """Our verdicts on (gold, prediction, expected) triples, and the seconds they took."""
     from dapo_bench.verifiers.math import MathVerifier
     from dapo_bench.verifiers.math.check import prepare
+    from dapo_bench.verifiers.math.extract import gold_answer
 
-    prepare.cache_clear()
     with MathVerifier(workers=workers) as mv:
         mv.warm()  # worker start-up, not timed
         prepare.cache_clear()
+        gold_answer.cache_clear()
         t0 = time.perf_counter()
         if workers == 1:
             res = [mv.verify(r, g).passed for g, r, _ in pairs]
@@ -132,61 +141,116 @@ def _run_ours(pairs, workers: int):
         return res, time.perf_counter() - t0
 
 
-def _run_math_verify(pairs):
+def _warm_math_verify():
     from dapo_bench.verifiers.math.worker import WARM_UP
     from math_verify import parse, verify
 
     for g, r in WARM_UP:  # the same parser warm-up our workers do at start, not timed
         verify(parse(f"${g}$"), parse(f"${r}$"))
+
+
+def _dollar(gold: str) -> str:
+    return gold if any(d in gold for d in ("$", "\\(", "\\[", "\\boxed")) else f"${gold}$"
+
+
+def _run_math_verify(pairs, judge=None):
+    """math-verify's verdicts: ``judge(i)`` for case sets with their own options, else
+    ``verify(parse(gold), parse(prediction))``."""
+    from math_verify import parse, verify
+
+    _warm_math_verify()
     t0 = time.perf_counter()
-    res = [bool(verify(parse(f"${g}$"), parse(r))) for g, r, _ in pairs]
+    if judge is not None:
+        res = [judge(i) for i in range(len(pairs))]
+    else:
+        res = [bool(verify(parse(_dollar(g)), parse(r))) for g, r, _ in pairs]
     return res, time.perf_counter() - t0
 
 
-def _report(name: str, pairs, ours, t_ours, peer, t_peer) -> None:
-    n = len(pairs)
+def _row(name: str, pairs, ours, t_ours, peer, t_peer) -> dict:
     exp = [e for *_, e in pairs]
-    agree = sum(a == b for a, b in zip(ours, peer)) / n
+    n = len(pairs)
 
-    def errs(res):
-        false_eq = sum(r and not e for r, e in zip(res, exp))
-        miss = sum(e and not r for r, e in zip(res, exp))
-        return false_eq, miss
+    def score(res):
+        return (sum(r == e for r, e in zip(res, exp)), sum(r and not e for r, e in zip(res, exp)))
 
-    print(f"[{name}] {n} pairs ({sum(exp)} positive, {n - sum(exp)} negative)")
-    for label, res, t in (("ours", ours, t_ours), ("math-verify 0.9.0", peer, t_peer)):
-        fe, miss = errs(res)
-        print(f"  {label:18s} {n / t:8.1f} pairs/s  ({t:6.2f} s)  false-equal {fe:3d}  "
-              f"missed {miss:3d}")
-    print(f"  ratio ours/math-verify: {t_peer / t_ours:.1f}x   agreement: {agree:.1%}")
+    (ro, fo), (rp, fp) = score(ours), score(peer)
+    row = {"set": name, "n": n, "ours_right": ro, "ours_false_equal": fo, "mv_right": rp,
+           "mv_false_equal": fp, "agree": sum(a == b for a, b in zip(ours, peer)),
+           "ours_eq_mv_neq": sum(a and not b for a, b in zip(ours, peer)),
+           "ours_pps": n / t_ours, "mv_pps": n / t_peer, "ratio": t_peer / t_ours}
+    print(f"[{name}] {n} pairs ({sum(exp)} expected equal)\n"
+          f"  ours              {ro:4d}/{n} right  false-equal {fo:3d}  {row['ours_pps']:8.1f} "
+          f"pairs/s\n"
+          f"  math-verify 0.9.0 {rp:4d}/{n} right  false-equal {fp:3d}  {row['mv_pps']:8.1f} "
+          f"pairs/s\n"
+          f"  agreement {row['agree']}/{n} ({row['agree'] / n:.1%}); ours equal where "
+          f"math-verify says unequal: {row['ours_eq_mv_neq']}; speed ratio {row['ratio']:.1f}x")
+    return row
+
+
+def _table(rows: list[dict]) -> None:
+    print("\n| set | pairs | ours right | ours false \"equal\" | math-verify right | "
+          "agreement | ours = where mv != | speed ours/mv |")
+    print("|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        print(f"| {r['set']} | {r['n']} | {r['ours_right']}/{r['n']} | {r['ours_false_equal']} | "
+              f"{r['mv_right']}/{r['n']} | {r['agree'] / r['n']:.1%} | {r['ours_eq_mv_neq']} | "
+              f"{r['ratio']:.1f}x |")
+
+
+def _competition() -> list[tuple[str, str, bool]]:
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "tests" / "test_math_competition.py"
+    spec = importlib.util.spec_from_file_location("competition_pairs", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return [(g, p, e) for p, g, e in mod.PAIRS]
 
 
 def main() -> None:
+    import logging
+
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--math-verify-repo", help="Math-Verify checkout or git dir (its tests)")
     ap.add_argument("--pairs", type=int, default=600)
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
-    rng = random.Random(args.seed)
-    sets = {"mixed": _pairs_mixed(rng, args.pairs), "simple": _pairs_simple(rng, args.pairs)}
+    logging.disable(logging.WARNING)  # math-verify logs every unparsable candidate
     print(f"machine: {os.cpu_count()} cores (shared; ratios are from the same run)")
+    rows = []
+    if args.math_verify_repo:
+        from math_verify_cases import load_cases, math_verify_verdict
+
+        cases = load_cases(args.math_verify_repo)
+        for name, sel in (("mv-short", [c for c in cases if c.short]),
+                          ("mv-long", [c for c in cases if not c.short])):
+            pairs = [(c.gold, c.pred, c.expected) for c in sel]
+            ours, t_ours = _run_ours(pairs, workers=1)
+            peer, t_peer = _run_math_verify(pairs, lambda i, sel=sel: math_verify_verdict(sel[i]))
+            rows.append(_row(name, pairs, ours, t_ours, peer, t_peer))
+    rng = random.Random(args.seed)
+    sets = {"competition": _competition(), "mixed": _pairs_mixed(rng, args.pairs),
+            "simple": _pairs_simple(rng, args.pairs)}
     for name, pairs in sets.items():
         ours, t_ours = _run_ours(pairs, workers=1)
         peer, t_peer = _run_math_verify(pairs)
-        _report(name, pairs, ours, t_ours, peer, t_peer)
+        rows.append(_row(name, pairs, ours, t_ours, peer, t_peer))
+    gold = r"\frac{\sqrt{3}}{2}"
+    forms = [r"\frac{1}{2}\sqrt{3}", r"\sqrt{3}/2", r"\frac{3}{2\sqrt3}", r"\frac{\sqrt{2}}{2}",
+             "0.87"]
+    rl = [(gold, _respond(rng, f), i % 5 < 3) for i, f in enumerate(forms * 40)]
+    ours, t_ours = _run_ours(rl, workers=1)
+    peer, t_peer = _run_math_verify(rl)
+    rows.append(_row("rl (200 predictions, one gold)", rl, ours, t_ours, peer, t_peer))
     workers = os.cpu_count() or 1
     pool_res, t_pool = _run_ours(sets["mixed"], workers=workers)
     print(f"[mixed, batch] ours verify_batch with {workers} workers: "
           f"{len(pool_res) / t_pool:.1f} pairs/s ({t_pool:.2f} s); same verdicts as "
           f"single: {pool_res == _run_ours(sets['mixed'], workers=1)[0]}")
-    gold = r"\frac{\sqrt{3}}{2}"
-    rl = [(gold, _respond(rng, rng.choice([r"\frac{1}{2}\sqrt{3}", "0.866", r"\sqrt{3}/2",
-                                           r"\frac{\sqrt{2}}{2}", "0.87"])), True)
-          for _ in range(200)]
-    ours, t_ours = _run_ours(rl, workers=1)
-    peer, t_peer = _run_math_verify(rl)
-    print(f"[rl: 200 predictions (5 forms, 2 of them rounded decimals), one gold] ours {len(rl) / t_ours:.1f} pairs/s, math-verify "
-          f"{len(rl) / t_peer:.1f} pairs/s, ratio {t_peer / t_ours:.1f}x, agreement "
-          f"{sum(a == b for a, b in zip(ours, peer)) / len(rl):.1%}")
+    _table(rows)
 
 
 if __name__ == "__main__":

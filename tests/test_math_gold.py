@@ -19,7 +19,7 @@ EXCEPTIONS: dict[tuple[str, int], str] = {}
 
 
 def _gold(name: str, row: dict):
-    if name == "gsm8k":
+    if name.startswith("gsm8k"):  # gsm8k, gsm8k_train: the gold after ####
         return extract_gold_from_solution(row["answer"])
     if name == "minerva_math":
         return extract_gold_from_solution(row["solution"])

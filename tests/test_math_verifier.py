@@ -71,8 +71,9 @@ def test_extract_answer_precedence_and_fallback():
 
 
 def test_extract_gold_from_solution():
-    assert extract_gold_from_solution(r"so $x=\boxed{4}$ and $\boxed{\frac{a}{b}}$") == \
+    assert extract_gold_from_solution(r"so $x=\boxed{4}$. Then $\boxed{\frac{a}{b}}$") == \
         r"\frac{a}{b}"
+    assert extract_gold_from_solution(r"so $\boxed{4}$ and $\boxed{5}$") == "4, 5"  # one group
     assert extract_gold_from_solution("9 * 2 = 18\n#### 18") == "18"
     with pytest.raises(UserError):
         extract_gold_from_solution("no answer here")
@@ -97,7 +98,7 @@ def test_gold_forms_number_list_and_multi_answer():
 
 
 def test_reasons():
-    assert verify("no digits here", "5").reason == "no_answer"
+    assert verify("There are no digits here.", "5").reason == "no_answer"
     assert verify(r"\boxed{6}", "5").reason == "wrong_answer"
     assert verify(r"\boxed{\frac{}{}{", "5", mode="answer").reason in ("parse_error",
                                                                         "wrong_answer")
@@ -111,6 +112,9 @@ def test_reasons():
     ("\\boxed{" + "1" * 200_000 + "}", {"too_large"}),
     ("1" * 200_000, {"too_large"}),
     ("\\boxed{" + "{" * 500 + "1" + "}" * 500 + "}", {"too_large"}),
+    ("\\(x" * 30000, {"no_answer"}),  # unclosed openers: span scanning stays linear
+    ("\\boxed{" * 12000, {"no_answer"}),
+    ("$x$ and " * 10000, {"too_large"}),  # one span run of 10,000 answers
 ])
 def test_hostile_sizes_are_bounded(pred, reason):
     v = verify(pred, "5", timeout=2.0)
@@ -142,7 +146,7 @@ def test_close_leaves_no_worker_behind():
 def test_batch_keeps_order_and_matches_single_calls():
     golds = [str(i) for i in range(40)] + [r"\sqrt{2}", "x+1", "(1,2)", r"\frac{1}{3}"]
     preds = [rf"\boxed{{{i if i % 3 else i + 1}}}" for i in range(40)] + [
-        r"\boxed{1.41}", r"\boxed{\frac{x^2-1}{x-1}}", r"\boxed{(2,1)}", r"\boxed{0.33}"]
+        r"\boxed{1.414213562373}", r"\boxed{\frac{x^2-1}{x-1}}", r"\boxed{(2,1)}", r"\boxed{0.33}"]
     with MathVerifier(workers=2) as mv:
         batch = mv.verify_batch(preds, golds)
         single = [mv.verify(p, g) for p, g in zip(preds, golds)]
@@ -168,7 +172,7 @@ def test_verify_is_safe_from_threads():
 def test_cli_verify_writes_ordered_lines_and_rejects_missing_fields(tmp_path):
     rows = [{"prediction": r"so \boxed{\frac12}", "gold": "0.5"},
             {"prediction": r"\boxed{3}", "gold": "4"},
-            {"prediction": "nothing", "gold": "4"}]
+            {"prediction": "I could not solve it.", "gold": "4"}]
     src = tmp_path / "in.jsonl"
     src.write_text("".join(json.dumps(r) + "\n" for r in rows))
     out = tmp_path / "out.jsonl"
@@ -183,3 +187,27 @@ def test_cli_verify_writes_ordered_lines_and_rejects_missing_fields(tmp_path):
     src.write_text(json.dumps({"prediction": "1"}) + "\n")
     r = subprocess.run(cmd, capture_output=True, text=True, check=False)
     assert r.returncode == 2 and "gold" in r.stderr
+
+
+def test_cli_judges_short_answers_and_responses_without_a_flag(tmp_path):
+    """One file mixing bare answers and full responses: each judged right with no flag; each
+    line names the text taken as the answer, and with --explain how it was found and the rule."""
+    rows = [{"prediction": r"3\frac12", "gold": r"\frac72"},
+            {"prediction": r"$\frac13 $", "gold": "1/3"},
+            {"prediction": r"\frac{10}{9}", "gold": "9"},
+            {"prediction": r"Thus $x \geq 5$ is the solution.", "gold": r"x\ge 5"},
+            {"prediction": r"The roots are $\boxed{2}$ and $\boxed{-3}$.", "gold": "2, -3"},
+            {"prediction": "12:00", "gold": "1:00"}]
+    src = tmp_path / "in.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    cmd = [sys.executable, "-m", "dapo_bench.cli", "verify", str(src), "--workers", "1"]
+    plain = subprocess.run(cmd, capture_output=True, text=True, check=True)
+    got = [json.loads(line) for line in plain.stdout.splitlines()]
+    assert [g["passed"] for g in got] == [True, True, False, True, True, False]
+    assert [g["extracted"] for g in got] == [
+        r"3\frac12", r"$\frac13 $", r"\frac{10}{9}", r"x \geq 5", "2, -3", "12:00"]
+    assert "rule" not in got[0]
+    explained = subprocess.run(cmd + ["--explain"], capture_output=True, text=True, check=True)
+    got = [json.loads(line) for line in explained.stdout.splitlines()]
+    assert [g["answer_from"] for g in got] == ["bare", "bare", "bare", "sentence", "box", "bare"]
+    assert got[5]["rule"] == "ratio: number" and all(g["rule"] for g in got)

@@ -3,6 +3,11 @@
 Reads one JSON object a line (prediction and gold fields, names per verifier or flags), writes
 one JSON line per input, in order, to stdout or ``--out``, and a summary table on stderr.
 The output file is written atomically at the end: an interrupted run leaves no partial file.
+
+Math: short answers and full responses may be mixed in one file, no flag needed (the
+verifier detects a bare answer); each line's ``extracted`` is the text taken as the answer,
+and with ``--explain`` the line also says how it was found (``answer_from``) and which rule
+decided (``rule``).
 """
 
 from __future__ import annotations
@@ -33,6 +38,8 @@ def register(app: typer.Typer) -> None:
             help="seconds per item (verifier's default)")] = None,
         workers: Annotated[int | None, typer.Option(
             help="worker processes (default: all cores)")] = None,
+        explain: Annotated[bool, typer.Option(
+            "--explain", help="math: add how the answer was found and which rule decided")] = False,
     ) -> None:
         """Verify predictions against gold answers (math) or tests (code)."""
         from dapo_bench.errors import UserError
@@ -57,13 +64,23 @@ def register(app: typer.Typer) -> None:
         finally:
             v.close()
         wall = time.perf_counter() - t0
-        out_rows = [{"index": i, **vd.to_dict()} for i, vd in enumerate(verdicts)]
+        out_rows = [_row(i, vd, explain) for i, vd in enumerate(verdicts)]
         if out is not None:
             atomic_write_jsonl(out, out_rows)
         else:
             for r in out_rows:
                 sys.stdout.write(json.dumps(r, ensure_ascii=False) + "\n")
         _summary(verifier, verdicts, wall)
+
+    def _row(i: int, vd, explain: bool) -> dict:
+        row = {"index": i, **vd.to_dict()}
+        details = dict(row.pop("details") or {})
+        why = {k: details.pop(k) for k in ("answer_from", "rule") if k in details}
+        if explain:
+            row.update(why)
+        if details:
+            row["details"] = details
+        return row
 
     def _summary(name: str, verdicts: list, wall: float) -> None:
         from rich.console import Console

@@ -5,9 +5,11 @@
 
 Public API: :func:`verify`, :func:`verify_batch`, :func:`extract_answer`,
 :func:`extract_gold_from_solution`, :func:`normalize_answer` and :class:`MathVerifier`
-(registered as ``"math"`` in ``VERIFIERS``). The rules of equality are in the docstrings of
-``verifier`` (gold forms, reasons), ``normalize`` (numbers, tolerance, percent), ``structure``
-(lists, sets, tuples, intervals, equations) and ``symbolic`` (sympy). Importing this package
+(registered as ``"math"`` in ``VERIFIERS``). The rules are in the docstrings of ``verifier``
+(gold forms, reasons, verdict details), ``extract`` and ``spans`` (where the answer is),
+``normalize`` (numbers, separators, rounding, percent), ``structure`` (the shapes of answers),
+``match`` (when two shapes are equal: lists, labels, relations vs intervals, choices) and
+``symbolic`` (sympy); docs/math-verifier.md puts them together. Importing this package
 imports neither sympy nor torch; sympy runs only in worker processes.
 """
 

@@ -2,12 +2,13 @@
 
 :func:`fast_compare` runs in the calling process without sympy and answers True, False or
 None ("needs sympy"); :func:`full_compare` (run inside the bounded worker, see ``worker.py``)
-settles the rest with sympy. Both walk the same :mod:`structure` tree, so the rules for lists,
-tuples, intervals and equations are the same on both paths.
+settles the rest with sympy. Both walk the same :mod:`structure` tree with the same
+:mod:`match` rules, so lists, tuples, labels, relations and intervals behave the same on both.
 
-The fast path decides: identical normalised values; plain numbers (see
-:func:`normalize.numbers_equal` for the exact/decimal/percent rules); and words of four or
-more letters (case-insensitive: ``East`` = ``east``).
+The fast path decides leaves that are identical normalised values; plain numbers (see
+:func:`normalize.numbers_equal` for the exact/decimal/percent rules); words of four or more
+letters (case-insensitive: ``East`` = ``east``); two different single letters (variables or
+choice letters); and a number against a word.
 """
 
 from __future__ import annotations
@@ -15,8 +16,9 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
+from dapo_bench.verifiers.math.match import Trace, compare
 from dapo_bench.verifiers.math.normalize import clean, numbers_equal, parse_number
-from dapo_bench.verifiers.math.structure import Node, compare, parse
+from dapo_bench.verifiers.math.structure import Node, parse
 
 
 class Undecided(Exception):
@@ -31,47 +33,52 @@ def prepare(answer: str) -> Node:
 
 
 _WORD = re.compile(r"^[A-Za-z]+$")
+_CONSTANTS = {"e", "i"}  # single letters sympy reads as constants (Euler's e, imaginary i)
 
 
-def fast_leaf_eq(g: str, p: str) -> bool:
+def fast_leaf_eq(g: str, p: str, trace: Trace | None = None) -> bool:
     """Decide one leaf pair without sympy, or raise :class:`Undecided`."""
+    note = trace.note if trace else (lambda rule: True)
     if g == p:
-        return True
+        return note("same form")
     gn, pn = parse_number(g), parse_number(p)
     if gn is not None and pn is not None:
+        note("number")
         return numbers_equal(gn, pn)
     gw, pw = _WORD.match(g), _WORD.match(p)
     if gw and pw:
         if max(len(g), len(p)) >= 4:
+            note("word")
             return g.lower() == p.lower()
         if len(g) == len(p) == 1 and not {g, p} & _CONSTANTS:
-            return False  # two different variables or choice letters
+            note("different letters")
+            return False
     elif (gn is not None and pw and len(p) > 1) or (pn is not None and gw and len(g) > 1):
-        return False  # a number against a word of letters only
+        note("number vs word")
+        return False
     raise Undecided
 
 
-_CONSTANTS = {"e", "i"}  # single letters sympy reads as constants (Euler's e, imaginary i)
-
-
-def fast_compare(gold: Node, pred: Node) -> bool | None:
+def fast_compare(gold: Node, pred: Node, trace: Trace | None = None) -> bool | None:
     """True/False when decidable without sympy, else None."""
     try:
-        return compare(gold, pred, fast_leaf_eq)
+        return compare(gold, pred, lambda g, p: fast_leaf_eq(g, p, trace), trace)
     except Undecided:
         return None
 
 
-def full_compare(gold: str, pred: str) -> tuple[bool, str | None]:
-    """(equal, why_not) with sympy for the leaves the fast path cannot decide.
+def full_compare(gold: str, pred: str) -> tuple[bool, str | None, str]:
+    """(equal, why_not, rule) with sympy for the leaves the fast path cannot decide.
 
     *why_not* is "too_large" or "parse_error" when that stopped a leaf from being compared.
     Runs in the worker process (it imports sympy); callers bound it with a deadline.
     """
     from dapo_bench.verifiers.math import symbolic
 
-    state = symbolic.State()
-    ok = compare(prepare(gold), prepare(pred), lambda g, p: symbolic.leaf_eq(g, p, state))
+    state, trace = symbolic.State(), Trace()
+    ok = compare(prepare(gold), prepare(pred),
+                 lambda g, p: symbolic.leaf_eq(g, p, state, trace), trace)
     if ok:
-        return True, None
-    return False, "too_large" if state.too_large else "parse_error" if state.parse_failed else None
+        return True, None, trace.rule
+    why = "too_large" if state.too_large else "parse_error" if state.parse_failed else None
+    return False, why, trace.rule

@@ -32,25 +32,34 @@ _UNICODE = {
     "\u2212": "-", "\u2013": "-", "\u00d7": r"\times ", "\u22c5": r"\cdot ", "\u00b7": r"\cdot ",
     "\u00b0": "", "\u03c0": r"\pi ", "\u221e": r"\infty ", "\u221a": r"\sqrt", "\u2264": r"\le ",
     "\u2265": r"\ge ", "\u2260": r"\ne ", "\u00a0": " ", "\u2009": " ", "\u202f": " ",
-    "\u00bd": r"\frac{1}{2}", "\u222a": r"\cup ",
+    "\u00bd": r"\frac{1}{2}", "\u222a": r"\cup ", "\u2208": r"\in ", "\u00f7": r"\div ",
 }
 _UNICODE_RE = re.compile("|".join(map(re.escape, _UNICODE)))
 
 _SUBS: list[tuple[re.Pattern, str]] = [
     (re.compile(r"\\(?:left|right|bigl|bigr|Bigl|Bigr|biggl|biggr|big|Big|bigg|Bigg)(?![a-zA-Z])"
                 r"\s*\.?"), ""),
-    (re.compile(r"\\[dt]frac(?![a-zA-Z])"), r"\\frac"),
+    (re.compile(r"\\[dtc]frac(?![a-zA-Z])"), r"\\frac"),
+    # digit-group separators: 1,\!000  12{,}345  14 {, }916  1\,000  (before spacing goes)
+    (re.compile(r"(?<=\d),\s*\\!\s*(?=\d)|(?<=\d)\s*\{\s*,\s*\}\s*(?=\d)"), ","),
+    (re.compile(r"(?<=\d)\\[,;:! ]\s*(?=\d{3}(?!\d))"), " "),
+    (re.compile(r"(?<!\\)((?:\\\\)*)\\!"), r"\1"),
+    (re.compile(r"\\q?quad(?=[a-zA-Z])"), " "),  # "\quadx_2": a missing space
     (re.compile(r"\\(?:displaystyle|textstyle|limits|nolimits|mathpunct)(?![a-zA-Z])"), ""),
-    (re.compile(r"\\(?:[,;:! ]|quad(?![a-zA-Z])|qquad(?![a-zA-Z]))"), " "),
+    (re.compile(r"(?<!\\)((?:\\\\)*)\\(?:[,;:! ]|quad(?![a-zA-Z])|qquad(?![a-zA-Z]))"),
+     r"\1 "),  # a spacing command, not the second half of a row break "\\ "
     (re.compile(r"~"), " "),
     (re.compile(r"\{,\}"), ","),
     (re.compile(r"\^\s*\{\s*\\circ\s*\}|\^\s*\\circ(?![a-zA-Z])|\\circ(?![a-zA-Z])"
                 r"|\\degree(?![a-zA-Z])"), ""),
     (re.compile(r"\\\$"), ""),
     (re.compile(r"\\%"), "%"),
-    (re.compile(r"\\(?:le|leqslant)(?![a-zA-Z])"), r"\\leq"),
-    (re.compile(r"\\(?:ge|geqslant)(?![a-zA-Z])"), r"\\geq"),
-    (re.compile(r"\\neq(?![a-zA-Z])"), r"\\ne"),
+    (re.compile(r"\\(?:le|leqslant|leqq)(?![a-zA-Z])|<=|=<"), r"\\leq "),
+    (re.compile(r"\\(?:ge|geqslant|geqq)(?![a-zA-Z])|>="), r"\\geq "),
+    (re.compile(r"\\neq(?![a-zA-Z])|!="), r"\\ne "),
+    (re.compile(r"(?<![\w)}])\+\s*(?=\\infty)"), ""),
+    (re.compile(r"\\lt(?![a-zA-Z])"), "<"),
+    (re.compile(r"\\gt(?![a-zA-Z])"), ">"),
     # \frac12 -> \frac{1}{2}; \frac1{2} and \frac{1}2 likewise (one-token arguments).
     (re.compile(r"\\frac\s*([0-9a-zA-Z])\s*([0-9a-zA-Z])"), r"\\frac{\1}{\2}"),
     (re.compile(r"\\frac\s*([0-9a-zA-Z])\s*\{"), r"\\frac{\1}{"),
@@ -65,8 +74,9 @@ _TEXT_UNWRAP = re.compile(_TEXT_CMD + r"\s*\{([^{}]*)\}")
 _PLAIN_NUMBER_UNIT = re.compile(
     r"^(-?[\d.,/]+%?)\s+(?:[a-zA-Z]{2,}\.?)(?:\s*(?:/|per)?\s*[a-zA-Z]{1,}\.?)?(?:\^\{?\d\}?)?$")
 _MATH_WORDS = frozenset({"pi", "sqrt", "frac", "infty", "and", "or", "cdot", "times", "i"})
-_THOUSANDS = re.compile(r"^-?\d{1,3}(?:,\d{3})+(?:\.\d+)?%?$")
+_THOUSANDS = re.compile(r"^-?[1-9]\d{0,2}(?:(?:,\d{3})+|(?: \d{3})+)(?:\.\d+)?%?$")
 _WS_RUN = re.compile(r"\s+")
+_DIGIT_SPACE = re.compile(r"(?<=\d) (?=\d)")  # "2 3" is two numbers, never 23
 
 
 def check_size(s: str) -> None:
@@ -101,12 +111,17 @@ def clean(s: str) -> str:
             break
         s = s[: m.start()].rstrip().rstrip("/").rstrip()
     s = _TEXT_UNWRAP.sub(lambda m: m.group(1), s)
-    s = _strip_punct(s)
+    s = strip_unit(_strip_punct(s))
+    if _THOUSANDS.match(s):
+        s = s.replace(",", "").replace(" ", "")
+    return _DIGIT_SPACE.sub(", ", s)
+
+
+def strip_unit(s: str) -> str:
+    """``18 dollars`` -> ``18``: a plain number followed by unit words (not math words)."""
     m = _PLAIN_NUMBER_UNIT.match(s)
     if m and not (set(re.findall(r"[a-zA-Z]+", s[m.end(1):])) & _MATH_WORDS):
-        s = m.group(1)
-    if _THOUSANDS.match(s):
-        s = s.replace(",", "")
+        return m.group(1)
     return s
 
 
@@ -217,12 +232,12 @@ def terminates(v: Fraction) -> bool:
 
 
 def decimal_matches(dec: Num, exact: Fraction, exact_terminates: bool) -> bool:
-    """The tolerance rule for a decimal against an exact value.
+    """The rounding rule for a decimal GOLD against an exact prediction.
 
-    A decimal equals an exact value when the values are equal. Otherwise it equals it only
-    when the exact value does not terminate (1/3, sqrt 2, pi), the decimal has at least 3
-    significant digits, and it is the exact value rounded to the decimal's own places:
-    ``0.333`` = 1/3 and ``3.14`` = pi, but ``0.33`` != 1/3 and ``0.13`` != 1/8.
+    Equal values are equal. Otherwise the gold decimal stands for the exact value only when
+    that value does not terminate (1/3, sqrt 2, pi), the decimal has at least 3 significant
+    digits, and it is the exact value rounded to the decimal's own places: gold ``0.333`` is
+    1/3 and gold ``3.14`` is pi, but gold ``0.33`` is not 1/3 and gold ``0.13`` is not 1/8.
     """
     if exact == dec.value:
         return True
@@ -232,8 +247,13 @@ def decimal_matches(dec: Num, exact: Fraction, exact_terminates: bool) -> bool:
 
 
 def numbers_equal(g: Num, p: Num) -> bool:
-    """Exact numbers compare exactly; two decimals compare by value (``0.50`` = ``0.5``);
-    a decimal against an exact non-terminating value uses :func:`decimal_matches`.
+    """Gold *g* against prediction *p*. Exact numbers compare exactly; two decimals compare by
+    value (``0.50`` = ``0.5``). **Rounded values**: a decimal prediction equals an exact gold
+    only when the values are equal (``0.5`` = 1/2, but ``0.333`` != 1/3 and ``3.14159`` !=
+    pi: the exact answer was asked for), or when it has FULL_PRECISION (10) or more
+    significant digits and is the exact value rounded (a float printed in full:
+    ``0.0833333333333333`` = 1/12); a decimal gold may stand for an exact prediction by
+    :func:`decimal_matches` (the gold's author rounded).
 
     Percent policy: when exactly one side carries ``%``, that side may be read as ``p`` or as
     ``p/100`` (``50%`` = ``50`` = ``0.5``); when both carry it, the numbers compare as written.
@@ -241,15 +261,22 @@ def numbers_equal(g: Num, p: Num) -> bool:
     """
     if g.percent == p.percent:
         return _num_eq(g, p)
-    pc, other = (g, p) if g.percent else (p, g)
-    scaled = Num(pc.value / 100, pc.decimal, pc.places + 2, pc.sig)
-    return _num_eq(pc, other) or _num_eq(scaled, other)
+    return any(_num_eq(a, b) for a in _percent_forms(g) for b in _percent_forms(p))
 
 
-def _num_eq(a: Num, b: Num) -> bool:
-    if a.value == b.value:
+def _percent_forms(n: Num) -> list[Num]:
+    if not n.percent:
+        return [n]
+    return [n, Num(n.value / 100, n.decimal, n.places + 2, n.sig)]
+
+
+FULL_PRECISION = 10  # significant digits from which a decimal prediction is a float's full value
+
+
+def _num_eq(g: Num, p: Num) -> bool:
+    if g.value == p.value:
         return True
-    if a.decimal == b.decimal:
+    if g.decimal == p.decimal or (p.decimal and p.sig < FULL_PRECISION):
         return False
-    dec, ex = (a, b) if a.decimal else (b, a)
+    dec, ex = (g, p) if g.decimal else (p, g)
     return decimal_matches(dec, ex.value, terminates(ex.value))

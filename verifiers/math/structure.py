@@ -1,51 +1,70 @@
-"""The shape of an answer: lists, sets, tuples, intervals, unions, matrices, ``\\pm``, equations.
+"""The shape of an answer: lists, tuples, intervals, relations, labels, ratios, choices...
 
-:func:`parse` turns a cleaned answer string into a small tree of :class:`Node` s whose leaves
-are single values (squeezed strings); :func:`compare` walks two trees and asks a leaf
-comparison for the values. Pure Python; the leaf comparison decides what is numeric or
-symbolic (fast path in the caller, sympy in the worker).
+:func:`parse` turns a cleaned answer (see :func:`normalize.clean`) into a small tree of
+:class:`Node` s whose leaves are single values (squeezed strings). Pure Python. The rules that
+compare two trees are in :mod:`match`. Node kinds, in the order the parser tries them:
 
-Rules (what counts as the same shape):
-- bare lists (``1, 2``; ``1331 and 1728``; ``1 or 2``), sets ``\\{..\\}`` and ``\\pm`` pairs
-  are unordered multisets and match each other; a partial list is not equal;
-- tuples and intervals are ordered and their brackets must agree: ``[0,1)`` != ``(0,1)``,
-  ``(1,2)`` != ``[1,2]``; a tuple never equals a bare list;
-- unions (``\\cup``) are unordered; matrices (``pmatrix``, ``bmatrix``, ``matrix``) compare
-  entrywise with the same shape;
-- ``(x)`` with one item is grouping, not a tuple: ``\\text{(B)}`` = ``B``;
-- an equation whose left side is a variable (``x``, ``a_1``, ``f(x)``, ``N(n)``) equals its
-  right side: ``x=3`` = ``3``; a chain ``a=b=5`` is read by its last part;
-  ``\\approx`` reads as its right side. Other equations go to the leaf comparison whole.
+- ``list``: ``1, 2``; ``1331 and 1728``; ``(11,7)or(7,11)``; ``-12;-11``; ``{1,3}`` (plain
+  braces group); ``\\{..\\}``; ``\\pm`` pairs. Nested lists are flattened, exact duplicates
+  dropped (a list is a set). ``a,b`` written without a space keeps its text (``1,5``: see
+  the decimal-comma rule in :mod:`match`).
+- ``labelled``: a list of labelled values with distinct labels (``p=3, q=2``; ``AB=4, CD=5``).
+  A list whose items share one label (``x=2 or x=-3``), or whose first item only is labelled
+  (``a=4, -8, -10``), is the ``list`` of its values.
+- ``union`` (``\\cup``), ``tuple`` (``(1,2)``, ``[0,1)``: brackets kept, items ordered; ``;``
+  separates too), ``matrix`` (``pmatrix``/``bmatrix``/``array``...).
+- ``choice``: a multiple-choice letter with its value: ``(B) 12``, ``\\textbf{(D) }7``.
+- ``\\approx``: its exact side (``\\frac13 \\approx 0.33`` is 1/3; ``x \\approx 3.14`` is 3.14);
+  ``x \\in S``: S.
+- ``rel``: inequalities, oriented to ``<``/``\\leq`` (``5 \\leq x`` = ``x \\geq 5``), chains
+  (``-1<x<3``) and ``\\ne``; ``text`` holds the operators, ``src`` the whole relation.
+- ``eq``: a label equals a value (``x=3``, ``f(x)=x^2+1``, ``(p,q)=(3,2)``,
+  ``V_1:V_2=11:21``, ``|AB|=1``, ``\\frac{NO}{BO}=..``); a chain ``x=5+5+1=11`` keeps its last
+  part, and a chain with a label inside (``1=\\zzz=x=0``) is read from its last label. A label
+  is a letter or command with subscripts, primes or arguments, an upper-case name (``AB``), or a
+  tuple, ratio, fraction or ``|..|`` of labels; ``xy`` is not (it may be a product).
+- ``eqn``: any other equation ``L=R`` (``2x+4y-3=0``; chains keep their last two parts);
+  ``var`` is ``chain`` for a computation (``5\\times 6=30``, ``a+2z=2z+a=101``: a chain of
+  three or more parts, or a left side without letters).
+- ``ratio``: ``3:2``, ``12:00`` (ordered parts, never a division).
 
-Not covered: inequalities vs intervals (``x>3`` vs ``(3,\\infty)``), set-builder notation.
+Raises normalize.TooLarge beyond MAX_NODES nodes.
 """
 
 from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Callable
 from dataclasses import dataclass
 
-from dapo_bench.verifiers.math.normalize import TooLarge, squeeze
+from dapo_bench.verifiers.math.normalize import TooLarge, squeeze, strip_unit
 
 
 @dataclass(frozen=True)
 class Node:
-    kind: str  # leaf | list | tuple | union | matrix | eq
-    text: str = ""  # leaf: squeezed value; tuple: brackets "()" "[)" ...; eq: whole equation
-    items: tuple = ()  # eq: (right side,)
-    var: str = ""  # eq: the variable on the left
+    kind: str
+    text: str = ""  # leaf: value; tuple: brackets; rel: operators; choice: letter; list: a,b
+    items: tuple = ()  # eq: (value,); eqn: (left, right)
+    var: str = ""  # eq: the label
+    src: str = ""  # rel, eq, eqn: the whole squeezed relation/equation
 
 
 _OPEN, _CLOSE = "([{", ")]}"
-_WORD_SEP = re.compile(r"\s+(?:and|or)\s+|,?\s*\\(?:text|mbox)\{\s*(?:and|or)\s*\}\s*")
+_WORD_SEP = re.compile(r"\s+(?:and|or)\s+|(?<=[)\]}])\s*(?:and|or)\s*(?=[(\[{\\])")
 _MATRIX = re.compile(r"^\\begin\{([pbBvV]?matrix|array)\}(?:\{[^{}]*\})?(.*)\\end\{\1\}$", re.DOTALL)
-_VARIABLE = re.compile(r"^(?:[a-zA-Z]|\\[a-zA-Z]+)(?:_\{?[\w,]+\}?)?(?:'+)?(?:\([a-zA-Z,\s]*\))?$")
+_NAME = r"(?:[a-zA-Z]|\\(?!pi\b|infty\b)[a-zA-Z]+|[A-Z]{2,})(?:_\{?[\w,]+\}?)?'*"
+_LABEL = re.compile(rf"^(?:{_NAME}(?:\([a-zA-Z,]*\))?|\|{_NAME}\||m?\\angle\s?\{{?[A-Z]+\}}?"
+                    rf"|\\overline\{{[A-Z]+\}})$")
+_FRAC_LABEL = re.compile(r"^\\frac\{([^{}]+)\}\{([^{}]+)\}$")
+_CHOICE = re.compile(r"^\(\s*([A-E])\s*\)\s*(.*)$", re.DOTALL)
+_COMMA_PAIR = re.compile(r"^-?\d+,\d+$")
+_RELS = ("\\leq", "\\geq", "\\ne", "<", ">")
+_FLIP = {"<": ">", ">": "<", "\\leq": "\\geq", "\\geq": "\\leq", "\\ne": "\\ne"}
 
 
-def _top_level(s: str, seps: tuple[str, ...]) -> list[str]:
-    """Split *s* at separators that are outside every bracket (``\\{``, ``\\}`` count)."""
+def split_top(s: str, seps: tuple[str, ...], keep: bool = False) -> list[str]:
+    """Split *s* at separators outside every bracket (``\\{``, ``\\}`` count); with *keep*,
+    the separators are kept as items between the parts."""
     parts, depth, start, i, n = [], 0, 0, 0, len(s)
     while i < n:
         ch = s[i]
@@ -62,6 +81,8 @@ def _top_level(s: str, seps: tuple[str, ...]) -> list[str]:
                 if s.startswith(sep, i) and not (sep[0] == "\\" and s[i + len(sep):i + len(sep)
                                                                       + 1].isalpha()):
                     parts.append(s[start:i])
+                    if keep:
+                        parts.append(sep)
                     i += len(sep)
                     start = i
                     break
@@ -73,7 +94,7 @@ def _top_level(s: str, seps: tuple[str, ...]) -> list[str]:
     return parts
 
 
-def _wraps(s: str, open_: str, close: str) -> bool:
+def wraps(s: str, open_: str, close: str) -> bool:
     """True when the bracket at s[0] closes at the end of s (for any closing bracket)."""
     if not (s.startswith(open_) and s.endswith(close)):
         return False
@@ -90,14 +111,43 @@ def _wraps(s: str, open_: str, close: str) -> bool:
     return True
 
 
+def is_label(s: str) -> bool:
+    """True when *s* (squeezed) names a quantity rather than computing one (module docstring)."""
+    if _LABEL.match(s):
+        return True
+    if len(s) > 2 and s[0] == "(" and wraps(s, "(", ")"):
+        inner = split_top(s[1:-1], (",",))
+        return len(inner) > 1 and all(is_label(p) for p in inner)
+    parts = split_top(s, (":",))
+    if len(parts) > 1:
+        return all(is_label(p) for p in parts)
+    m = _FRAC_LABEL.match(s)
+    return bool(m) and is_label(m.group(1)) and is_label(m.group(2))
+
+
 MAX_NODES = 500  # nodes per answer (bounds \\pm expansion and huge lists); beyond: too_large
 
 
 def parse(s: str) -> Node:
-    """Parse a cleaned answer (see :func:`normalize.clean`) into a :class:`Node` tree.
-
-    Raises normalize.TooLarge beyond MAX_NODES nodes."""
     return _parse(s, 0, [MAX_NODES])
+
+
+def _list(items: list[Node], text: str = "") -> Node:
+    flat: list[Node] = []
+    for it in items:
+        if it.kind == "list":
+            flat.extend(it.items)
+        else:
+            flat.append(it)
+    eqs = [it for it in flat if it.kind == "eq"]
+    if eqs and len(flat) > 1:
+        labels = [e.var for e in eqs]
+        if len(eqs) == len(flat) and len(set(labels)) == len(labels):
+            return Node("labelled", items=tuple(flat))
+        if len(set(labels)) == 1 and (len(eqs) == len(flat) or flat[0].kind == "eq"):
+            return _list([it.items[0] if it.kind == "eq" else it for it in flat])
+    out = tuple(dict.fromkeys(flat))
+    return out[0] if len(out) == 1 and not text else Node("list", text, out)
 
 
 def _parse(s: str, depth: int, budget: list[int]) -> Node:
@@ -107,96 +157,93 @@ def _parse(s: str, depth: int, budget: list[int]) -> Node:
     s = s.strip()
     if depth > 40:
         return Node("leaf", squeeze(s))
-    parts = [p for p in _WORD_SEP.split(s) if p.strip()]
+
+    def sub(parts) -> list[Node]:
+        return [_parse(p, depth + 1, budget) for p in parts if p.strip()]
+
+    if len(s) > 1 and s[0] == "{" and wraps(s, "{", "}"):
+        return _parse(s[1:-1], depth + 1, budget)
+    parts = [p for p in _WORD_SEP.split(s) if p.strip(" ,")]
     if len(parts) > 1:
-        return Node("list", items=tuple(_parse(p, depth + 1, budget) for p in parts))
-    parts = _top_level(s, (r"\cup",))
+        return _list(sub(p.strip(" ,") for p in parts))
+    for seps in ((";",), (",",)):
+        parts = split_top(s, seps)
+        if len(parts) > 1:
+            return _list(sub(parts), s if _COMMA_PAIR.match(s) else "")
+    parts = split_top(s, (r"\cup",))
     if len(parts) > 1:
-        return Node("union", items=tuple(_parse(p, depth + 1, budget) for p in parts))
-    parts = _top_level(s, (",", ";"))
-    if len(parts) > 1:
-        return Node("list", items=tuple(
-            _parse(p, depth + 1, budget) for p in parts if p.strip()))
-    if _wraps(s, "\\{", "\\}"):
-        inner = _top_level(s[2:-2], (",", ";"))
-        return Node("list", items=tuple(_parse(p, depth + 1, budget) for p in inner if p.strip()))
-    if len(s) >= 2 and s[0] in "([" and s[-1] in ")]" and _wraps(s, s[0], s[-1]):
-        inner = _top_level(s[1:-1], (",",))
+        return Node("union", items=tuple(sub(parts)))
+    if wraps(s, "\\{", "\\}"):
+        return _list(sub(split_top(s[2:-2], (",", ";"))))
+    m = _CHOICE.match(s)
+    if m and (m.group(2).strip() or len(s) <= 3):
+        rest = m.group(2).strip()
+        return Node("choice", m.group(1), (_parse(rest, depth + 1, budget),) if rest else ())
+    if len(s) >= 2 and s[0] in "([" and s[-1] in ")]" and wraps(s, s[0], s[-1]):
+        inner = split_top(s[1:-1], (",",))
         if len(inner) == 1:
-            if s[0] == "(" and s[-1] == ")":
+            inner = split_top(s[1:-1], (";",))
+        if len(inner) == 1:
+            if s[0] + s[-1] == "()" or _MATRIX.match(inner[0].strip()):
                 return _parse(inner[0], depth + 1, budget)
             return Node("leaf", squeeze(s))
         return Node("tuple", s[0] + s[-1], tuple(_parse(p, depth + 1, budget) for p in inner))
     m = _MATRIX.match(s)
-    if m:
-        rows = [r for r in _top_level(m.group(2), ("\\\\",)) if r.strip()]
-        return Node("matrix", items=tuple(
-            Node("tuple", "[]", tuple(
-                _parse(c, depth + 1, budget) for c in _top_level(r, ("&",))))
+    if m and "\\begin{" not in m.group(2):
+        rows = [r for r in split_top(m.group(2), ("\\\\",)) if r.strip()]
+        return Node("matrix", src=squeeze(s), items=tuple(
+            Node("tuple", "[]", tuple(_parse(c, depth + 1, budget) for c in split_top(r, ("&",))))
             for r in rows))
-    pm = _top_level(s, (r"\pm", r"\mp"))
+    pm = split_top(s, (r"\pm", r"\mp"))
     if 1 < len(pm) <= 4:
-        alts = []
-        for signs in itertools.product("+-", repeat=len(pm) - 1):
-            alts.append("".join(a + b for a, b in zip(pm, signs)) + pm[-1])
-        return Node("list", items=tuple(_parse(a, depth + 1, budget) for a in alts))
-    parts = _top_level(s, (r"\approx",))
+        alts = ["".join(a + b for a, b in zip(pm, signs)) + pm[-1]
+                for signs in itertools.product("+-", repeat=len(pm) - 1)]
+        return _list(sub(alts))
+    parts = split_top(s, (r"\approx",))
     if len(parts) > 1:
-        return _parse(parts[-1], depth + 1, budget)
-    parts = [p for p in _top_level(s, ("=",)) if p.strip()]
+        left = parts[0].strip()
+        exact = parts[-1] if is_label(squeeze(left)) or not left else left
+        return _parse(exact, depth + 1, budget)
+    parts = split_top(s, (r"\in",))
+    if len(parts) == 2 and is_label(squeeze(parts[0])):
+        return _parse(parts[1], depth + 1, budget)
+    rel = _relation(s, depth, budget)
+    if rel is not None:
+        return rel
+    parts = [p for p in split_top(s, ("=",)) if p.strip()]
     if len(parts) > 1:
-        lhs = squeeze(parts[0])
-        if _VARIABLE.match(lhs):
-            rhs = _parse(parts[-1], depth + 1, budget)
-            return Node("eq", squeeze(parts[0] + "=" + parts[-1]), (rhs,),
-                        lhs)
-        return Node("leaf", squeeze(parts[-2] + "=" + parts[-1]))
-    return Node("leaf", squeeze(s))
+        labels = [k for k, p in enumerate(parts[:-1]) if is_label(squeeze(p))]
+        if labels:
+            k = 0 if 0 in labels else labels[-1]
+            value = _parse(parts[-1], depth + 1, budget)
+            return Node("eq", items=(value,), var=squeeze(parts[k]),
+                        src=squeeze(parts[k] + "=" + parts[-1]))
+        chain = len(parts) > 2 or not re.search(r"[a-zA-Z]", re.sub(r"\\[a-zA-Z]+", "", parts[0]))
+        return Node("eqn", items=(Node("leaf", squeeze(parts[-2])),
+                                  _parse(parts[-1], depth + 1, budget)),
+                    var="chain" if chain else "", src=squeeze(parts[-2] + "=" + parts[-1]))
+    parts = split_top(s, (":",))
+    if len(parts) > 1 and all(p.strip() for p in parts):
+        return Node("ratio", items=tuple(sub(parts)))
+    return Node("leaf", squeeze(strip_unit(s)))
 
 
-LeafEq = Callable[[str, str], bool]
-
-
-def compare(g: Node, p: Node, leaf_eq: LeafEq) -> bool:
-    """True when prediction tree *p* equals gold tree *g*; leaf values go to *leaf_eq*.
-
-    *leaf_eq* may raise to abort (the fast path raises when it cannot decide a leaf).
-    """
-    if g.kind == "eq" and p.kind == "eq":
-        same_rhs = compare(g.items[0], p.items[0], leaf_eq)  # x=3 vs y=3: names are ignored
-        if same_rhs or g.var == p.var:
-            return same_rhs
-        return leaf_eq(g.text, p.text)  # y=2x+1 vs x=(y-1)/2: compare as equations
-    if g.kind == "eq":
-        if p.kind == "leaf" and "=" in p.text:
-            return leaf_eq(g.text, p.text)
-        return compare(g.items[0], p, leaf_eq)
-    if p.kind == "eq":
-        if g.kind == "leaf" and "=" in g.text:
-            return leaf_eq(g.text, p.text)
-        return compare(g, p.items[0], leaf_eq)
-    if g.kind != p.kind:
-        return False
-    if g.kind == "leaf":
-        return g.text == p.text or leaf_eq(g.text, p.text)
-    if len(g.items) != len(p.items):
-        return False
-    if g.kind in ("tuple", "matrix"):
-        return g.text == p.text and all(
-            compare(a, b, leaf_eq) for a, b in zip(g.items, p.items))
-    return _match_unordered(list(g.items), list(p.items), leaf_eq)
-
-
-def _match_unordered(gs: list[Node], ps: list[Node], leaf_eq: LeafEq) -> bool:
-    used = [False] * len(gs)
-    for p in ps:
-        for j, g in enumerate(gs):
-            if not used[j] and compare(g, p, leaf_eq):
-                used[j] = True
-                break
-        else:
-            return False
-    return True
+def _relation(s: str, depth: int, budget: list[int]) -> Node | None:
+    bits = split_top(s, _RELS, keep=True)
+    if len(bits) < 3:
+        return None
+    parts, ops = bits[0::2], bits[1::2]
+    if any(not p.strip() for p in parts) or any("=" in p for p in parts):
+        return None
+    if "\\ne" in ops and len(ops) > 1:
+        return Node("leaf", squeeze(s))
+    if all(o in (">", "\\geq") for o in ops):
+        parts, ops = parts[::-1], [_FLIP[o] for o in ops[::-1]]
+    elif not all(o in ("<", "\\leq", "\\ne") for o in ops):
+        return Node("leaf", squeeze(s))  # a < x > b: no single reading
+    src = "".join(p + o for p, o in zip(parts, ops)) + parts[-1]
+    return Node("rel", " ".join(ops), tuple(Node("leaf", squeeze(p)) for p in parts),
+                src=squeeze(src))
 
 
 def leaves(n: Node) -> list[str]:

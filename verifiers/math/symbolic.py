@@ -4,16 +4,20 @@ LaTeX is parsed by ``latex2sympy2_extended`` (symbols keep their case; ``i`` is 
 unit and ``e`` Euler's number). Rules, after the fast path of ``check.py`` has had its say:
 
 - numbers without symbols: equal when they agree to 1e-30 relative (50-digit evaluation), so
-  ``2\\sqrt{2}`` = ``\\sqrt{8}``; a plain decimal against an irrational uses the rounding rule
-  of :func:`normalize.decimal_matches` (``1.41`` = ``\\sqrt2``, ``1.4`` != ``\\sqrt2``);
-  an expression with decimal literals inside compares to 1e-12 relative;
+  ``2\\sqrt{2}`` = ``\\sqrt{8}``; a decimal prediction against an irrational gold is never
+  equal (``1.41`` != ``\\sqrt2``), a decimal gold against an irrational prediction uses the
+  rounding rule of :func:`normalize.decimal_matches` (gold ``1.41`` = ``\\sqrt2``, gold
+  ``1.4`` != ``\\sqrt2``); an expression with decimal literals inside compares to 1e-12
+  relative;
 - expressions with symbols: equal when their difference vanishes at several fixed generic
   points, real and of both signs (at least 3 points where both sides are finite, otherwise
   ``simplify``). Removable singularities are ignored: ``\\frac{x^2-1}{x-1}`` = ``x+1``; no
   domain reasoning: ``\\sqrt{x^2}`` != ``x`` (they differ at negative points). Variable names
   matter (``2t+1`` != ``2x+1``);
 - equations: ``l1=r1`` equals ``l2=r2`` when ``l1-r1`` is a nonzero constant multiple of
-  ``l2-r2`` (``y=2x+1`` = ``2x+1-y=0``); inequalities compare in sympy's canonical form;
+  ``l2-r2`` (``y=2x+1`` = ``2x+1-y=0``); an equation whose sides are identical (``0=0``,
+  ``x-x=0``) equals nothing; inequalities: same strictness and a *positive* multiple
+  (``-x>-1`` = ``x<1`` = ``2x<2``, ``x<1`` != ``x>1``);
 - infinities compare exactly; other sympy objects (sets, matrices) by sympy equality;
 - a value with an integer exponent beyond 10^4 in magnitude (``10^{10^{10}}``) is not
   compared at all: reason ``too_large``.
@@ -27,7 +31,9 @@ from functools import lru_cache
 
 import sympy
 from dapo_bench.verifiers.math.check import Undecided, fast_leaf_eq
+from dapo_bench.verifiers.math.match import Trace
 from dapo_bench.verifiers.math.normalize import (
+    FULL_PRECISION,
     TooLarge,
     decimal_matches,
     parse_number,
@@ -60,7 +66,7 @@ def to_sympy(text: str):
         expr = latex2sympy(text, normalization_config=None, conversion_config=_CONFIG)
     except Exception:  # noqa: BLE001  (the parser raises many kinds: all mean 'unreadable')
         return None
-    if not isinstance(expr, sympy.Basic):
+    if not isinstance(expr, (sympy.Basic, sympy.MatrixBase)):
         return None
     for pw in expr.atoms(sympy.Pow):
         exp = pw.exp
@@ -74,70 +80,119 @@ def to_sympy(text: str):
     return expr
 
 
-def leaf_eq(g: str, p: str, state: State) -> bool:
+def leaf_eq(g: str, p: str, state: State, trace: Trace | None = None) -> bool:
+    """Gold leaf *g* against predicted leaf *p* (fast path first, then sympy)."""
     try:
-        return fast_leaf_eq(g, p)
+        return fast_leaf_eq(g, p, trace)
     except Undecided:
         pass
+    note = trace.note if trace else (lambda rule: True)
     if g.endswith("%") != p.endswith("%"):  # percent policy: see normalize.numbers_equal
         pc, other = (g, p) if g.endswith("%") else (p, g)
         base = pc[:-1]
-        return leaf_eq(base, other, state) or leaf_eq(rf"\frac{{{base}}}{{100}}", other, state)
+        forms = [(base, other), (rf"\frac{{{base}}}{{100}}", other)]
+        if pc is p:
+            forms = [(b, a) for a, b in forms]
+        return any(leaf_eq(a, b, state, trace) for a, b in forms)
     if g.endswith("%") and p.endswith("%"):
         g, p = g[:-1], p[:-1]
     try:
         a, b = to_sympy(g), to_sympy(p)
     except TooLarge:
         state.too_large = True
-        return False
+        return not note("too large")
     if a is None or b is None:
         state.parse_failed = True
-        return False
-    for dec_text, exact in ((g, b), (p, a)):
-        dec = parse_number(dec_text)
-        if dec is not None and dec.decimal and _is_constant(exact):
-            return _decimal_vs_exact(dec, exact)
-    return equal(a, b)
+        return not note("unreadable")
+    dec = parse_number(g)
+    if dec is not None and dec.decimal and _is_constant(b):
+        note("sympy: decimal gold vs exact")
+        return _decimal_vs_exact(dec, b, rounded=True)
+    dec = parse_number(p)
+    if dec is not None and dec.decimal and _is_constant(a):
+        note("sympy: decimal vs exact gold")
+        return _decimal_vs_exact(dec, a, rounded=dec.sig >= FULL_PRECISION)
+    return equal(a, b, note)
 
 
 def _is_constant(x) -> bool:
     return isinstance(x, sympy.Expr) and not x.free_symbols and not x.has(*_SPECIAL)
 
 
-def _decimal_vs_exact(dec, exact) -> bool:
+def _decimal_vs_exact(dec, exact, rounded: bool) -> bool:
+    """A decimal against an exact constant: equal values always; a rounded value only for a
+    decimal gold (*rounded*), see :func:`normalize.numbers_equal`."""
     if exact.has(sympy.Float):
         return _numbers_close(sympy.Rational(dec.value.numerator, dec.value.denominator),
                               exact, _FLOAT_TOL)
     if exact.is_Rational:
         v = Fraction(int(exact.p), int(exact.q))
-        return decimal_matches(dec, v, terminates(v))
+        return v == dec.value or (rounded and decimal_matches(dec, v, terminates(v)))
     val = exact.evalf(60)
     if not val.is_real:
         return False
     v = Fraction(str(val))
     if abs(v - dec.value) <= Fraction(1, 10**40) * max(1, abs(v)):
         return True  # an exact form of the same terminating value (\sin\frac{\pi}{6} = 0.5)
-    return decimal_matches(dec, v, False)
+    return rounded and decimal_matches(dec, v, False)
 
 
-def equal(a, b) -> bool:
+def equal(a, b, note=lambda rule: True) -> bool:
     """Sympy-level equality of two parsed values (see the module docstring)."""
     if a == b:
-        return True
+        return note("sympy: same expression")
+    rel = sympy.core.relational.Relational
     if isinstance(a, sympy.Equality) and isinstance(b, sympy.Equality):
-        return _equations_equal(a, b)
-    if isinstance(a, sympy.core.relational.Relational) or isinstance(
-            b, sympy.core.relational.Relational):
-        return type(a) is type(b) and bool(a.canonical == b.canonical)
+        note("sympy: equations")
+        return _proportional(a.lhs - a.rhs, b.lhs - b.rhs, positive=False)
+    if isinstance(a, rel) or isinstance(b, rel):
+        note("sympy: relations")
+        return _relations_equal(a, b)
+    mat = (sympy.MatrixBase, sympy.MatrixExpr)
+    if isinstance(a, mat) or isinstance(b, mat):
+        note("sympy: matrices")
+        a, b = a.doit() if isinstance(a, mat) else a, b.doit() if isinstance(b, mat) else b
+        if not (isinstance(a, sympy.MatrixBase) and isinstance(b, sympy.MatrixBase)) \
+                or a.shape != b.shape:
+            return False
+        return all(equal(x, y) for x, y in zip(a, b))
     if not (isinstance(a, sympy.Expr) and isinstance(b, sympy.Expr)):
+        note("sympy: objects")
         return bool(a == b)
     if a.has(*_SPECIAL) or b.has(*_SPECIAL):
-        return False
+        return not note("sympy: infinities differ")
     tol = _FLOAT_TOL if (a.has(sympy.Float) or b.has(sympy.Float)) else _EXACT_TOL
     syms = sorted(a.free_symbols | b.free_symbols, key=lambda s: s.name)
     if not syms:
+        note("sympy: numeric")
         return _numbers_close(a, b, tol)
+    if a.has(*_UNEVALUATED) or b.has(*_UNEVALUATED):
+        note("sympy: expanded difference")  # sums with symbolic bounds: points do not help
+        return bool(sympy.expand(a - b) == 0)
+    note("sympy: identity at points")
     return _identity(a, b, syms, tol)
+
+
+_UNEVALUATED = (sympy.Sum, sympy.Product, sympy.Integral, sympy.Derivative, sympy.Limit)
+
+
+_GT = (sympy.StrictGreaterThan, sympy.GreaterThan)
+
+
+def _relations_equal(a, b) -> bool:
+    """``l1 op r1`` = ``l2 op r2``: same strictness, and the sides' differences (oriented
+    ``big - small``) a positive constant multiple of each other (any nonzero multiple for
+    ``\ne``)."""
+    kinds = {sympy.StrictLessThan: "<", sympy.StrictGreaterThan: "<", sympy.LessThan: "<=",
+             sympy.GreaterThan: "<=", sympy.Unequality: "!="}
+    ka, kb = kinds.get(type(a)), kinds.get(type(b))
+    if ka is None or ka != kb:
+        return False
+
+    def diff(r):
+        return r.lhs - r.rhs if isinstance(r, _GT) else r.rhs - r.lhs
+
+    return _proportional(diff(a), diff(b), positive=ka != "!=")
 
 
 def _numbers_close(a, b, tol) -> bool:
@@ -173,8 +228,9 @@ def _identity(a, b, syms, tol) -> bool:
     return sympy.simplify(a - b) == 0
 
 
-def _equations_equal(a, b) -> bool:
-    d1, d2 = a.lhs - a.rhs, b.lhs - b.rhs
+def _proportional(d1, d2, positive: bool) -> bool:
+    """True when *d1* is a constant nonzero (with *positive*: positive) multiple of *d2*,
+    checked at several fixed points; identically zero sides never match."""
     syms = sorted(d1.free_symbols | d2.free_symbols, key=lambda s: s.name)
     if not syms:
         return False
@@ -184,10 +240,12 @@ def _equations_equal(a, b) -> bool:
         if vals is None or abs(vals[1]) < 1e-20:
             continue
         r = vals[0] / vals[1]
-        if abs(r) < 1e-20 or (ratio is not None and abs(r - ratio) > 1e-15 * max(1, abs(ratio))):
+        if not r.is_real:
+            continue
+        if abs(r) < 1e-20 or (positive and r < 0) or (
+                ratio is not None and abs(r - ratio) > 1e-15 * max(1, abs(ratio))):
             return False
         ratio, valid = r, valid + 1
         if valid >= 3:
             return True
     return False
-

@@ -1,17 +1,21 @@
 """The math verifier: ``verify``, ``verify_batch``, ``normalize_answer`` and ``MathVerifier``.
 
-One check: extract the answer (``mode="full"``) or take the prediction as the answer
-(``mode="answer"``; a ``\\boxed{}`` in it is still unwrapped), clean and parse both sides
-(cached), try the fast path, and send only the undecided pairs to a sympy worker with a hard
-deadline. Reasons: ``ok``, ``wrong_answer``, ``no_answer``, ``timeout``, ``too_large``
+One check: find the answer (``mode="full"``, the default: a prediction that is itself an
+answer is taken whole, a response is searched, see :mod:`extract`) or take the prediction as
+the answer (``mode="answer"``; a ``\\boxed{}`` in it is still unwrapped), read the gold the same
+way (:func:`extract.gold_answer`: ``$..$``, boxes, an answer phrase), clean and parse both
+sides (cached), try the fast path, and send only the undecided pairs to a sympy worker with a
+hard deadline. Each verdict's ``extracted`` is the answer taken from the prediction, and its
+``details`` say how it was found (``answer_from``) and which rule decided (``rule``). Reasons: ``ok``, ``wrong_answer``, ``no_answer``, ``timeout``, ``too_large``
 (response over 100,000 characters, answer over 4,000, or nesting deeper than 48), and
 ``parse_error`` (not equal, and sympy could not read one side).
 
-Gold forms: a string (``"\\frac{1}{2}"``, ``"$(1,2)$"``), a number (AMC's ``27.0`` means 27),
-or a list/tuple of *alternative* acceptable forms, any of which may match (so OlympiadBench's
-``final_answer`` list can be passed as is). A gold with several answers, all required, is
-ONE string with the answers separated by commas, ``and`` or ``or`` (``"1331 and 1728"``,
-``"$1$, $2$"``): the prediction must list the same answers, in any order.
+Gold forms: a string (``"\\frac{1}{2}"``, ``"$(1,2)$"``, ``"\\boxed{1} papers and \\boxed{2}
+bins"``), a number (AMC's ``27.0`` means 27), or a list/tuple of *alternative* acceptable
+forms, any of which may match (so OlympiadBench's ``final_answer`` list can be passed as is).
+A gold with several answers, all required, is ONE string with the answers separated by
+commas, ``and`` or ``or`` (``"1331 and 1728"``, ``"$1$, $2$"``): the prediction must list the
+same answers, in any order.
 """
 
 from __future__ import annotations
@@ -26,7 +30,8 @@ from typing import Any
 
 from dapo_bench.verifiers.base import VERIFIERS, Verdict
 from dapo_bench.verifiers.math.check import fast_compare, prepare
-from dapo_bench.verifiers.math.extract import MAX_TEXT, extract_answer, last_boxed
+from dapo_bench.verifiers.math.extract import MAX_TEXT, find_answer, gold_answer, last_boxed
+from dapo_bench.verifiers.math.match import Trace
 from dapo_bench.verifiers.math.normalize import MAX_ANSWER, TooLarge, parse_number
 from dapo_bench.verifiers.math.structure import Node
 from dapo_bench.verifiers.math.worker import Timeout, WorkerError, WorkerPool
@@ -61,22 +66,29 @@ class _Pending:
     ans: str
     golds: list[str]
     spent: float
+    how: str
+
+
+def _verdict(passed: bool, reason: str, ans: str | None, seconds: float, how: str,
+             rule: str) -> Verdict:
+    return Verdict(passed, reason, ans, seconds, {"answer_from": how, "rule": rule})
 
 
 def _fast(prediction: Any, gold: Any, mode: str, fallback: bool) -> Verdict | _Pending:
     """Extraction, size limits and the sympy-free comparison, in the calling thread."""
     t0 = time.perf_counter()
     forms = gold_forms(gold)
+    how = "answer"
 
-    def done(passed: bool, reason: str, ans: str | None = None) -> Verdict:
-        return Verdict(passed, reason, ans, time.perf_counter() - t0)
+    def done(passed: bool, reason: str, ans: str | None = None, rule: str = "") -> Verdict:
+        return _verdict(passed, reason, ans, time.perf_counter() - t0, how, rule or reason)
 
     text = prediction if isinstance(prediction, str) else ("" if prediction is None
                                                            else str(prediction))
     if len(text) > MAX_TEXT:
         return done(False, "too_large")
     if mode == "full":
-        ans = extract_answer(text, fallback_last_number=fallback)
+        ans, how = find_answer(text, fallback_last_number=fallback)
     else:
         ans = last_boxed(text) or text.strip()
     if not ans:
@@ -85,40 +97,42 @@ def _fast(prediction: Any, gold: Any, mode: str, fallback: bool) -> Verdict | _P
         return done(False, "too_large", ans[:200])
     try:
         pred = prepare(ans)
-        golds = [(g, prepare(g)) for g in forms]
+        golds = [(g, prepare(g)) for g in (gold_answer(f) for f in forms)]
     except TooLarge:
         return done(False, "too_large", ans)
-    pending = []
+    pending, trace = [], Trace()
     for g, node in golds:
-        r = fast_compare(node, pred)
+        r = fast_compare(node, pred, trace)
         if r:
-            return done(True, "ok", ans)
+            return done(True, "ok", ans, trace.rule)
         if r is None:
             pending.append(g)
     if not pending:
-        return done(False, "wrong_answer", ans)
-    return _Pending(ans, pending, time.perf_counter() - t0)
+        return done(False, "wrong_answer", ans, trace.rule)
+    return _Pending(ans, pending, time.perf_counter() - t0, how)
 
 
 def _slow(p: _Pending, timeout: float, pool: WorkerPool) -> Verdict:
     """The sympy comparison in a worker; the deadline starts here (so a batch item does not
     pay for the queue in front of it)."""
     t0 = time.perf_counter()
-    reason, deadline = "wrong_answer", t0 + timeout
+    reason, deadline, rule = "wrong_answer", t0 + timeout, ""
     for g in p.golds:
         try:
-            ok, why_not = pool.run("compare", (g, p.ans), max(0.0, deadline - time.perf_counter()))
+            ok, why_not, rule = pool.run("compare", (g, p.ans),
+                                         max(0.0, deadline - time.perf_counter()))
         except Timeout:
-            reason = "timeout"
+            reason, rule = "timeout", "timeout"
             break
         except WorkerError:
             reason = "parse_error" if reason == "wrong_answer" else reason
+            rule = "worker error"
             continue
         if ok:
-            return Verdict(True, "ok", p.ans, p.spent + time.perf_counter() - t0)
+            return _verdict(True, "ok", p.ans, p.spent + time.perf_counter() - t0, p.how, rule)
         if why_not and reason == "wrong_answer":
             reason = why_not
-    return Verdict(False, reason, p.ans, p.spent + time.perf_counter() - t0)
+    return _verdict(False, reason, p.ans, p.spent + time.perf_counter() - t0, p.how, rule)
 
 
 def _check(prediction: Any, gold: Any, mode: str, fallback: bool, timeout: float,
@@ -195,7 +209,7 @@ class MathVerifier:
     """
 
     name = "math"
-    version = "1.0"
+    version = "2.0"
     fields = ("prediction", "gold")
 
     def __init__(self, *, timeout: float = 5.0, workers: int | None = None, mode: str = "full",
@@ -253,9 +267,16 @@ def _key(n: Node) -> str:
         return n.text.lower() if n.text.isalpha() and len(n.text) >= 4 else n.text
     if n.kind == "eq":
         return _key(n.items[0])
+    if n.kind in ("eqn", "rel"):
+        return n.src
+    if n.kind == "choice":
+        return n.text
     keys = [_key(c) for c in n.items]
-    if n.kind == "tuple":
-        return n.text[0] + ",".join(keys) + n.text[1]
+    if n.kind in ("tuple", "labelled"):
+        brackets = n.text or "()"
+        return brackets[0] + ",".join(keys) + brackets[1]
+    if n.kind == "ratio":
+        return ":".join(keys)
     if n.kind == "matrix":
         return "matrix[" + ";".join(keys) + "]"
     return ("U" if n.kind == "union" else "") + "{" + ",".join(sorted(keys)) + "}"

@@ -36,6 +36,8 @@ WARM_UP = (
     (r"\sin(x)+\ln|x|+C", r"\ln \left|x\right|+\sin x+C"), ("2i+1", r"1+\sqrt{-1}"),
     (r"\pi r^2", r"r^{2}\pi"), (r"1.5\times10^{-3}", r"\frac{3}{2000}"), ("x \\leq 3", "3 \\geq x"),
     (r"\begin{pmatrix}a\\b\end{pmatrix}", r"\begin{pmatrix}b\\a\end{pmatrix}"),
+    ("f(x)", "f(y)"), ("-x > -1", "x < 1"), (r"\sum_{k=0}^{n-1} F_k", r"\sum_{k=0}^{n} F_k"),
+    (r"\sqrt[3]{x}^2", "x^{2/3}"),
 )
 _POOLS: weakref.WeakSet = weakref.WeakSet()
 
