@@ -6,11 +6,15 @@ no ``torch.distributed``. ``barrier()``, ``broadcast()`` and ``all_sum()`` are n
 process; with several they join (or first create, see :func:`ensure_group`) the launcher's
 process group (gloo on CPU, NCCL on GPUs; DeepSpeed's engine adopts it).
 
-``solo()`` marks a section that only rank 0 runs (generation, verification, evaluation): inside
-it rank 0 behaves as a single process (``world_size() == 1``, collectives are no-ops), so code
-shared with training (e.g. ``save_policy``) neither waits for nor talks to the other ranks.
+``solo()`` marks a section that only rank 0 runs (bookkeeping stages): inside it rank 0 behaves
+as a single process (``world_size() == 1``, collectives are no-ops), so code shared with
+training (e.g. ``save_policy``) neither waits for nor talks to the other ranks.
 
-``shard(items)``: this rank's contiguous, balanced slice of a global batch (pure).
+Every rank does its share: ``shard(items)`` is this rank's contiguous, balanced slice of a global
+batch (training); ``owns(k)`` says whether chunk ``k`` of a generation stage is this rank's
+(round robin, so ranks stay balanced and a chunk's seed, its index, does not depend on the
+number of ranks); ``all_gather(obj)`` gives every rank's object, ``map_shards(items, fn)`` runs
+``fn`` on this rank's slice and returns every rank's results in item order.
 ``gathered(module)``: ZeRO-3 partitioned parameters gathered for the ``with`` body (a no-op for
 other modules); every rank must enter it (it is a collective).
 
@@ -74,13 +78,6 @@ def is_main() -> bool:
     return rank() == 0
 
 
-def check_engine(deepspeed: str | None) -> None:
-    """Several ranks need a DeepSpeed engine (the torch engine does not average gradients)."""
-    if world_size() > 1 and deepspeed in (None, "", "none"):
-        raise UserError(f"WORLD_SIZE={world_size()}: multi-rank training needs "
-                        f"--deepspeed zero0|zero1|zero2|zero3 (the torch engine is one process)")
-
-
 def ensure_group() -> None:
     """Join the launcher's process group (``env://``: RANK, WORLD_SIZE, MASTER_ADDR/PORT).
 
@@ -130,6 +127,33 @@ def all_sum(values: Sequence[float]) -> list[float]:
     return t.tolist()
 
 
+def all_gather(obj: T) -> list[T]:
+    """Every rank's ``obj`` (picklable), in rank order; ``[obj]`` in one process."""
+    if world_size() == 1:
+        return [obj]
+    ensure_group()
+    import torch.distributed as dist
+
+    out: list[Any] = [None] * world_size()
+    dist.all_gather_object(out, obj)
+    return out
+
+
+def owns(chunk: int, rank_: int | None = None, world: int | None = None) -> bool:
+    """Whether chunk ``chunk`` of a sharded generation stage is this rank's (round robin)."""
+    w = world_size() if world is None else world
+    return chunk % w == (rank() if rank_ is None else rank_)
+
+
+def map_shards(items: Sequence[Any], fn: Any) -> list[Any]:
+    """``fn(this rank's slice) -> one result per item``, gathered: every rank gets the results
+    of all items, in item order (a collective; in one process just ``fn(items)``)."""
+    if world_size() == 1:
+        return list(fn(list(items)))
+    mine = fn(shard(items))
+    return [x for part in all_gather(list(mine)) for x in part]
+
+
 @contextlib.contextmanager
 def solo() -> Iterator[None]:
     """A section only rank 0 runs: inside it, rank 0 is a one-process run."""
@@ -160,6 +184,11 @@ def shard(items: Sequence[T], rank_: int | None = None, world: int | None = None
     w = world_size() if world is None else world
     lo, hi = shard_bounds(len(items), r, w)
     return list(items[lo:hi])
+
+
+def partitioned(module: Any) -> bool:
+    """Whether ``module`` has ZeRO-3 partitioned parameters (its forwards are collectives)."""
+    return any(hasattr(p, "ds_status") for p in module.parameters())
 
 
 @contextlib.contextmanager

@@ -70,17 +70,3 @@ def test_shard_rejects_a_rank_outside_the_world():
 def test_shard_defaults_to_this_rank(launcher):
     launcher(1, 2)
     assert dist.shard("abcde") == ["c", "d", "e"]
-
-
-def test_several_ranks_without_deepspeed_is_a_user_error(launcher):
-    import torch
-
-    from dapo_bench.methods.base import RunOptions, run_training
-    from dapo_bench.training.engine import OptimConfig, make_engine
-
-    launcher(0, 2)
-    with pytest.raises(UserError, match="WORLD_SIZE=2: multi-rank training needs --deepspeed"):
-        make_engine(torch.nn.Linear(2, 1), OptimConfig())
-    with pytest.raises(UserError, match="multi-rank training needs --deepspeed"):
-        run_training("sft", RunOptions(out="/nonexistent/never-written"))
-    dist.check_engine("zero2")  # fine with DeepSpeed

@@ -10,6 +10,10 @@ at most one chunk of work and a rerun with the same run directory and settings g
 what is missing (the hf backend's per-sample seeds do not depend on batching, so resumed runs
 give the same samples). ``results.json`` is written at the end (schema: dapo_bench.results).
 
+Several ranks (``torchrun``): chunk k of a task's pending problems is generated and verified by
+rank ``k % world`` (each rank with its own generator, on its own GPU where there are GPUs);
+the rows are merged in problem order, so the samples and the results are one process's.
+
 Not covered: truncating prompts longer than the model's context; several models in one call.
 """
 
@@ -21,6 +25,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from dapo_bench import dist
 from dapo_bench.errors import UserError
 from dapo_bench.eval.progress import Progress
 from dapo_bench.eval.report import model_info, task_result
@@ -60,8 +65,10 @@ def _run_task(task, gen, store, params, chunk, progress, verifiers) -> tuple[lis
     vinfo = {"name": getattr(verifier, "name", task.spec.verifier.name),
              "version": str(getattr(verifier, "version", "")),
              "options": dict(task.spec.verifier.options)}
-    for start in range(0, len(pending), chunk):
+    for k, start in enumerate(range(0, len(pending), chunk)):
         probs = pending[start : start + chunk]
+        if not dist.owns(k):  # several ranks: chunk k is rank k % world's
+            continue
         prompts = [task.prompt(p, gen.tokenizer) for p in probs]
         comps = gen.generate(prompts, params)
         texts = [c.text for cs in comps for c in cs]
@@ -72,6 +79,7 @@ def _run_task(task, gen, store, params, chunk, progress, verifiers) -> tuple[lis
             store.add(_sample_row(task, p, prompt, comps[i], vs))
         progress.advance(bar, len(probs))
     progress.finish(bar)
+    store.sync()
     rows = [store.get(task.name, p.id) for p in task.problems]
     return rows, time.perf_counter() - t0, vinfo
 
@@ -131,7 +139,7 @@ def evaluate(
                   for t in loaded},
     }
     store = SampleStore(run_dir, fingerprint)
-    progress = Progress(quiet=quiet)
+    progress = Progress(quiet=quiet or not dist.is_main())
     task_results: dict[str, dict] = {}
     verifiers: dict[str, Any] = {}
     try:
@@ -140,6 +148,7 @@ def evaluate(
                                     max_new_tokens=mnt[task.name], stop=task.spec.stop, seed=seed)
             rows, secs, vinfo = _run_task(task, gen, store, params, chunk, progress, verifiers)
             task_results[task.name] = task_result(task, rows, vinfo, mnt[task.name], secs)
+        store.merge([(t.name, p.id) for t in loaded for p in t.problems])
     finally:
         for v in verifiers.values():
             v.close()
@@ -158,5 +167,6 @@ def evaluate(
                 "data_dir": str(data_dir) if data_dir else None, "chunk": chunk},
         started_at=started, wall_seconds=time.perf_counter() - t_start,
     )
-    write_results(run_dir, results)
+    if dist.is_main():
+        write_results(run_dir, results)
     return results

@@ -11,7 +11,12 @@ task hashes). A rerun in the same directory with the same settings reuses every 
 and generates only the missing ones; with different settings it stops with a UserError rather
 than mixing samples. A line cut short by a kill is dropped and its problem redone.
 
-Not covered: concurrent writers to one run directory.
+Several ranks: each rank appends its problems to its own shard (``samples.rank<r>.jsonl``); a
+store reads the merged file and every shard, :meth:`SampleStore.sync` (a collective) makes every
+rank see every row, and :meth:`SampleStore.merge` writes ``samples.jsonl`` in problem order
+(what one process writes) and removes the shards.
+
+Not covered: two runs writing one run directory at once.
 """
 
 from __future__ import annotations
@@ -20,8 +25,15 @@ import os
 from pathlib import Path
 from typing import Any
 
+from dapo_bench import dist
 from dapo_bench.errors import UserError
-from dapo_bench.io import JsonlAppender, atomic_write_json, iter_jsonl, read_json
+from dapo_bench.io import (
+    JsonlAppender,
+    atomic_write_json,
+    atomic_write_jsonl,
+    iter_jsonl,
+    read_json,
+)
 
 SAMPLES = "samples.jsonl"
 CONFIG = "eval_config.json"
@@ -47,20 +59,47 @@ class SampleStore:
                     raise UserError(f"{cfg_path}: task {name} changed since these samples were "
                                     f"made (spec hash {old['tasks'][name]} -> {h}); use a new run")
             fingerprint = {**fingerprint, "tasks": tasks}
-        atomic_write_json(cfg_path, fingerprint)
+        if dist.is_main():
+            atomic_write_json(cfg_path, fingerprint)
+        dist.barrier()
         self.path = self.run_dir / SAMPLES
         self.rows: dict[tuple[str, str], dict] = {}
-        if self.path.exists():
-            for row in iter_jsonl(self.path, allow_partial_tail=True):
-                self.rows[(row["task"], str(row["id"]))] = row
+        self._read()
         self._log: JsonlAppender | None = None
+
+    def _shards(self) -> list[Path]:
+        return sorted(self.run_dir.glob("samples.rank*.jsonl"))
+
+    def _read(self) -> None:
+        for p in [self.path, *self._shards()]:
+            if p.exists():
+                for row in iter_jsonl(p, allow_partial_tail=True):
+                    self.rows.setdefault((row["task"], str(row["id"])), row)
+
+    def sync(self) -> None:
+        """Every rank sees every rank's rows (a collective; a no-op in one process)."""
+        if dist.world_size() > 1:
+            self.close()
+            dist.barrier()
+            self._read()
+
+    def merge(self, order: list[tuple[str, str]]) -> None:
+        """Write ``samples.jsonl`` from the shards in ``order`` (rank 0; a collective)."""
+        self.sync()
+        if dist.is_main() and self._shards():
+            atomic_write_jsonl(self.path, [self.rows[k] for k in order if k in self.rows])
+            for p in self._shards():
+                p.unlink()
+        dist.barrier()
 
     def get(self, task: str, pid: str) -> dict | None:
         return self.rows.get((task, pid))
 
     def add(self, row: dict) -> None:
         if self._log is None:
-            self._log = JsonlAppender(self.path)
+            own = self.path if dist.world_size() == 1 else (
+                self.run_dir / f"samples.rank{dist.rank()}.jsonl")
+            self._log = JsonlAppender(own)
         self._log.write(row)
         self.rows[(row["task"], str(row["id"]))] = row
 

@@ -183,7 +183,6 @@ def run_training(
 
     spec: MethodSpec = METHODS.get(method)
     preset, cfg = resolve_config(spec, opts, preset, config_yaml, list(overrides))
-    dist.check_engine(opts.deepspeed)
     opts = resolve_options(method, opts)
     saved = {"method": method, "preset": preset, "options": to_dict(opts), "config": to_dict(cfg)}
     if opts.run_id is None:  # a function of the settings: rerunning the command resumes
@@ -264,6 +263,6 @@ def train_stage(ctx: RunContext, work: Callable[[], dict], out_dir: Path) -> Met
     """Run ``work`` as the resumable stage ``train`` (on every rank); it saves the policy to
     ``out_dir`` and returns info with a ``history`` list (kept in the stage marker, so a
     resumed run has it)."""
-    info = ctx.run_stage("train", work, trains=True)
+    info = ctx.run_stage("train", work, every_rank=True)
     return MethodOutput(str(out_dir), history=info.get("history", []),
                         extra={"train_info": {k: v for k, v in info.items() if k != "history"}})

@@ -5,12 +5,14 @@ Stages go through :meth:`RunContext.run_stage`: a stage is skipped when its mark
 ``stages/<name>.json`` exists (it stores the stage's ledger counts and wall time, so an
 interrupted run resumes where it stopped and still reports the full ledger).
 
-Several ranks (``torchrun`` / ``deepspeed`` launcher, WORLD_SIZE > 1, needs ``--deepspeed``):
-rank 0 alone runs every stage except training ones (generation, verification, evaluation, all
-artifacts, stage markers), inside ``dist.solo()``; the other ranks wait at a barrier and then
-read its stage marker, as a resumed run does. Stages registered with ``trains=True`` run on
-every rank (the training loop gives each rank its share of every batch); only rank 0 writes.
-The run dir must be visible to every rank (one node, or a shared filesystem).
+Several ranks (``torchrun`` / ``deepspeed`` launcher, WORLD_SIZE > 1): every rank does its
+share. Stages run with ``every_rank=True`` run on all ranks: generation and evaluation shard
+their chunks over the ranks (``sample_groups(shard=True)``, ``evaluate``), training gives each
+rank its share of every batch (``training.loop``), scoring passes shard their items
+(``dist.map_shards``); rank 0 alone writes shared artifacts and the stage marker. Bookkeeping
+stages (``every_rank=False``) run on rank 0 alone inside ``dist.solo()`` while the others wait,
+then read its marker, as a resumed run does. The run dir must be visible to every rank (one
+node, or a shared filesystem).
 
 Not covered: resuming in the middle of a stage that is not append-only (it reruns from its start).
 """
@@ -82,20 +84,21 @@ class RunContext:
     def stage_done(self, name: str) -> bool:
         return (self.run_dir / "stages" / f"{name}.json").is_file()
 
-    def run_stage(self, name: str, fn: Callable[[], dict | None], *, trains: bool = False) -> dict:
+    def run_stage(self, name: str, fn: Callable[[], dict | None], *,
+                  every_rank: bool = False) -> dict:
         """Run ``fn`` once: skipped (its saved info returned) when its marker exists.
 
         The stage's ledger counts are reset before ``fn`` runs (a rerun recounts everything it
-        reports) and saved in the marker with the wall time. With several ranks: ``trains``
-        stages run on every rank, the others on rank 0 only while the rest wait (then read the
-        marker); rank 0 decides whether the marker exists and writes it.
+        reports) and saved in the marker with the wall time. With several ranks: ``every_rank``
+        stages run on all ranks (each doing its share), the others on rank 0 only while the
+        rest wait (then read the marker); rank 0 decides whether the marker exists and writes it.
         """
         marker = self.run_dir / "stages" / f"{name}.json"
         several = dist.world_size() > 1
         done = dist.broadcast(marker.is_file()) if several else marker.is_file()
         if done:
             return self._skip(name, marker, "done before, skipped")
-        if several and not trains:
+        if several and not every_rank:
             if dist.is_main():
                 with dist.solo():
                     info = self._run(name, fn, marker)

@@ -30,6 +30,7 @@ from dapo_bench.training.online import (
     RolloutBatch,
     chunked_logprobs,
     frozen_copy,
+    global_rows,
     online_loop,
     sampling_params,
     slice_rows,
@@ -108,7 +109,7 @@ def train_grpo(
         adv, _ = compute_advantages("grpo", AdvantageInputs(
             outcome_token_rewards(rb.rewards, mask), mask, group=rb.group,
             norm_by_std=cfg.norm_by_std))
-        on_policy = cfg.ppo_epochs == 1 and len(rb.rewards) <= cfg.minibatch_size
+        on_policy = cfg.ppo_epochs == 1 and global_rows(rb) <= cfg.minibatch_size
         old = None if on_policy else chunked_logprobs(model, rb, ledger=ledger, stage=stage)
         ref_lp = chunked_logprobs(ref, rb, ledger=ledger, stage=stage) if cfg.kl_coef else None
 

@@ -5,7 +5,10 @@ backend (never one shared with eval) whose weights the method trains (``OnlinePo
 the method's ``train_*`` function, and saves the policy to ``<run>/policy``; the per-step
 history is kept in the stage marker, so a resumed run still reports it.
 
-Not covered: several ranks (the online methods generate inside their training stage).
+Several ranks: the stage runs on every rank; each samples its share of every step's prompts
+with its own generator and trains data parallel (``training.online``).
+
+Not covered: ZeRO-3 (the generator samples from whole weights).
 """
 
 from __future__ import annotations
@@ -13,7 +16,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from dapo_bench import dist
 from dapo_bench.errors import UserError
 from dapo_bench.methods.base import MethodOutput, train_stage
 
@@ -39,9 +41,9 @@ def run_online(ctx: Any, cfg: Any, train_fn: Callable) -> MethodOutput:
     from dapo_bench.training.online import OnlinePolicy
 
     check_online_config(cfg)
-    if dist.world_size() > 1:
-        raise UserError(f"{ctx.method}: online methods run as one process (they generate inside "
-                        f"the training stage); launch without torchrun/deepspeed")
+    if ctx.engine_cfg.deepspeed == "zero3":
+        raise UserError(f"{ctx.method}: --deepspeed zero3 partitions the weights the online "
+                        f"generator samples from; use zero0-zero2 or the torch engine")
     out_dir = ctx.run_dir / "policy"
 
     def work() -> dict:

@@ -34,6 +34,7 @@ from dapo_bench.training.loop import LossOut
 from dapo_bench.training.online import (
     OnlinePolicy,
     RolloutBatch,
+    charge,
     chunked_logprobs,
     frozen_copy,
     online_loop,
@@ -134,7 +135,7 @@ def train_ppo(
         with torch.no_grad():
             critic.eval()
             old_v = token_values(critic, rb.batch)
-            ledger.add_inf(stage, rb.batch.n_tokens)
+            charge(ledger, stage, rb.batch.n_tokens)
         rewards = outcome_token_rewards(rb.rewards, mask)
         if cfg.kl_mode == "reward" and cfg.kl_coef:
             rewards = shaped_rewards(rewards, old, ref_lp, mask, cfg.kl_coef, cfg.kl_kind)

@@ -41,7 +41,7 @@ def eval_policy(ctx: Any, model_dir: str, label: str) -> dict:
         )
         return {t: {**r["metrics"]["acc"], "n": r["n_problems"]} for t, r in res["tasks"].items()}
 
-    info = ctx.run_stage(f"eval.{label}", work)
+    info = ctx.run_stage(f"eval.{label}", work, every_rank=True)
     ctx.log("eval " + label + ": " + ", ".join(
         f"{t} {m['value']:.3f}±{m['stderr'] or 0:.3f}" for t, m in info.items()))
     return info
@@ -81,7 +81,7 @@ def run_control(ctx: Any, ref_dir: str, flops: float) -> str:
         return {"flops": led.total_flops, "target_flops": flops, "steps": stats.steps,
                 "epochs": stats.epochs, "loss": stats.loss, "n_pairs": len(pairs)}
 
-    info = ctx.run_stage("control.sft", work, trains=True)
+    info = ctx.run_stage("control.sft", work, every_rank=True)
     ctx.log(f"control: {info['steps']} SFT steps, {info['epochs']:.2f} epochs, "
             f"{info['flops']:.3g} FLOPs (target {info['target_flops']:.3g})")
     return str(out)

@@ -6,8 +6,11 @@ stage, offload, bf16) belongs to the run (``dapo-bench train --deepspeed``).
 ``make_engine(model, optim, engine)`` looks the engine up in ``ENGINES``: ``torch`` (plain
 AdamW, one process) for ``deepspeed="none"``, ``deepspeed`` (ZeRO 0-3, registered by
 ``dapo_bench.training.deepspeed``) for ``zero0``..``zero3``. Trainers never touch an optimizer,
-so a DeepSpeed engine plugs in without changing a method. Several ranks need the DeepSpeed
-engine (the torch engine does not average gradients; ``dist.check_engine`` says so).
+so a DeepSpeed engine plugs in without changing a method. On several ranks the torch engine is
+plain data parallel: after ``backward`` it averages the gradients over the ranks (one
+all-reduce of a flattened buffer), then clips and steps, so every rank takes the step one
+process would take on the whole batch (the training loop weights each rank's loss by its share).
+DeepSpeed adds ZeRO's memory savings (and CPU offload) on top of the same data parallelism.
 
 Not covered: mixed precision on CPU (float32 only; bf16 is a DeepSpeed/GPU option), gradient
 accumulation (one ``step`` is one optimizer update).
@@ -87,10 +90,34 @@ class Engine:
 
     def step(self, loss: torch.Tensor) -> float:
         loss.backward()
+        self._average_gradients()
         gn = torch.nn.utils.clip_grad_norm_(self.module.parameters(), self.cfg.grad_clip)
         self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
         return float(gn)
+
+    def _average_gradients(self) -> None:
+        """Several ranks: every gradient becomes the mean over ranks (one flattened buffer)."""
+        from dapo_bench import dist
+
+        world = dist.world_size()
+        if world == 1:
+            return
+        import torch.distributed as tdist
+
+        params = [p for p in self.module.parameters() if p.requires_grad]
+        for p in params:
+            if p.grad is None:
+                p.grad = torch.zeros_like(p)
+        flat = torch.cat([p.grad.reshape(-1) for p in params])
+        dist.ensure_group()
+        tdist.all_reduce(flat)
+        flat /= world
+        k = 0
+        for p in params:
+            n = p.numel()
+            p.grad.copy_(flat[k : k + n].view_as(p.grad))
+            k += n
 
     def set_lr(self, lr: float) -> None:
         for g in self.optimizer.param_groups:
@@ -106,7 +133,4 @@ ENGINES.add("torch", Engine, help="plain PyTorch AdamW in one process")
 
 def make_engine(model: Any, optim: OptimConfig, engine: EngineConfig = ONE_PROCESS) -> Any:
     """The registered engine ``engine`` names, optimising ``model`` with ``optim``."""
-    from dapo_bench import dist
-
-    dist.check_engine(engine.deepspeed)
     return ENGINES.get(engine.name)(model, optim, engine)

@@ -22,7 +22,9 @@ history (and calls ``on_log``). ``on_epoch(epoch, stats)`` runs after each full 
 stops training.
 
 Several ranks (``torchrun``/DeepSpeed): each rank gets its contiguous share of every global batch
-(``dist.shard``); a rank left without items steps on one with weight 0. Each rank's mean loss is
+(``dist.shard``); a rank left without items steps on one with weight 0. With ``local=True`` the
+items ``batches`` gives are already this rank's (online methods: each rank sampled its own
+rows); the ranks must then agree on ``total_steps``. Each rank's mean loss is
 scaled by ``world * weight / total weight``, so DeepSpeed's gradient average is the gradient of
 the whole batch's mean: N ranks take the same step as one process (to float rounding), each on
 1/N of the rows. Statistics and token counts are summed over ranks, so every rank logs and
@@ -129,6 +131,7 @@ def train_loop(
     on_log: Callable[[LoopStats], None] | None = None,
     on_epoch: Callable[[int, LoopStats], bool] | None = None,
     stop: Callable[[], bool] | None = None,
+    local: bool = False,
 ) -> LoopStats:
     """Run the loop (see the module doc); returns what was done."""
     engines = engine if isinstance(engine, dict) else {"": engine}
@@ -142,7 +145,7 @@ def train_loop(
     while stats.steps < total_steps and not stats.stopped:
         epoch_batches = batches(epoch)
         per_epoch = sum(len(b) for b in epoch_batches)
-        if not per_epoch:
+        if not per_epoch and not local:
             raise UserError(f"{stage}: no training data")
         seen = 0
         for items in epoch_batches:
@@ -154,13 +157,13 @@ def train_loop(
             if schedule is not None:
                 for e in engines.values():
                     e.set_lr(schedule.at(stats.steps, total_steps))
-            row, counts = _step(engines, loss_fn, list(items))
+            row, counts = _step(engines, loss_fn, list(items), local)
             for k, v in counts.items():
                 stats.counts[k] = stats.counts.get(k, 0) + v
             stats.steps += 1
             stats.items += len(items)
             seen += len(items)
-            stats.epochs = epoch + seen / per_epoch
+            stats.epochs = epoch + seen / max(per_epoch, 1)
             stats.last_tokens = int(row.pop("_tokens"))
             stats.tokens += stats.last_tokens
             if ledger is not None:
@@ -211,11 +214,12 @@ def _log(stats: LoopStats, window: list[dict], ledger: Ledger | None, t0: float,
 
 
 def _step(engines: dict[str, Any], loss_fn: Callable[[list[Any]], LossOut],
-          items: list[Any]) -> tuple[dict, dict[str, int]]:
-    """One optimizer step of every engine on this rank's share of ``items``; the step's
-    statistics (over ranks), with its tokens under ``_tokens``, and its counts."""
+          items: list[Any], local: bool = False) -> tuple[dict, dict[str, int]]:
+    """One optimizer step of every engine on this rank's share of ``items`` (``local``: the
+    items are this rank's already); the step's statistics (over ranks), with its tokens under
+    ``_tokens``, and its counts."""
     world = dist.world_size()
-    mine = dist.shard(items) if world > 1 else items
+    mine = items if world == 1 or local else dist.shard(items)
     out = loss_fn(mine or items[:1])
     ckeys = sorted(out.counts)
     losses = out.loss if isinstance(out.loss, dict) else {"": out.loss}

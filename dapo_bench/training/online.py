@@ -17,7 +17,14 @@ Token ids are the truth: a step's batch is the prompt ids every method samples f
 response's generated ids (EOS included when it stopped on EOS), never re-tokenised text; rows
 over ``max_length`` lose the start of their prompt (counted in ``RolloutBatch.batch.cuts``).
 
-Not covered: several ranks.
+Several ranks: each rank samples its contiguous share of a step's prompts (a prompt's whole
+group stays on one rank, so group statistics are unchanged), scores them and computes their
+advantages locally; the update is data parallel (each rank steps on its rows, the loss weighted
+by its share, gradients averaged), so every rank's weights, and so every rank's generator, stay
+equal. Token counts and step statistics are summed over ranks (:func:`charge`), so every rank
+sees the same ledger and stops at the same step.
+
+Not covered: tensor-parallel generation groups; ZeRO-3 (the generator needs whole weights).
 """
 
 from __future__ import annotations
@@ -33,6 +40,8 @@ from typing import Any
 
 import torch
 
+from dapo_bench import dist
+from dapo_bench.errors import UserError
 from dapo_bench.generation.base import Generator, SamplingParams
 from dapo_bench.ledger import Ledger
 from dapo_bench.models import load_policy, save_policy
@@ -118,12 +127,13 @@ def chunked_logprobs(
     model.eval()
     n = rb.batch.input_ids.size(0)
     out = torch.zeros(rb.batch.input_ids.shape)
+    tokens = 0
     for s in range(0, n, chunk):
         idx = list(range(s, min(n, s + chunk)))
         mb = rb.rows(idx)
-        out[idx] = token_logprobs(model, mb).float()
-        if ledger is not None:
-            ledger.add_inf(stage, mb.n_tokens)
+        out[idx] = token_logprobs(model, mb.to(model.device)).float().cpu()
+        tokens += mb.n_tokens
+    charge(ledger, stage, tokens)
     model.train(was_training)
     return out
 
@@ -143,12 +153,19 @@ def sample_step(policy: OnlinePolicy, stream, n_prompts: int, n_samples: int, sc
     each, sampled from the policy's current weights, scored and tokenised."""
     policy.model.eval()
     policy.sync()
-    probs = [next(stream) for _ in range(n_prompts)]
+    probs = dist.shard([next(stream) for _ in range(n_prompts)])  # this rank's prompts
     reqs = [Request.for_problem(p) for p in probs]
     groups = sample_groups(policy.generator, reqs, n_samples, score, params=params,
-                           chunk_size=n_prompts, ledger=ledger, stage=stage)
+                           chunk_size=max(len(reqs), 1))
+    charge(ledger, stage, sum(g.tokens for g in groups))
     return groups_to_batch(policy.tokenizer, {r.key: _ids(policy.tokenizer, r.context)
                                               for r in reqs}, groups, max_length)
+
+
+def charge(ledger: Ledger | None, stage: str, tokens: int) -> None:
+    """Charge this rank's inference tokens, summed over ranks (every rank the same ledger)."""
+    if ledger is not None:
+        ledger.add_inf(stage, int(dist.all_sum([tokens])[0]))
 
 
 def _ids(tokenizer: Any, context: Any) -> list[int]:
@@ -162,16 +179,33 @@ def sampling_params(cfg: Any, n: int, seed: int) -> SamplingParams:
                           max_new_tokens=cfg.max_new_tokens, seed=seed)
 
 
+def global_rows(rb: RolloutBatch) -> int:
+    """Rows of a step's batch over all ranks."""
+    return int(dist.all_sum([rb.batch.input_ids.size(0)])[0])
+
+
 def update_passes(engines: Any, rb: RolloutBatch, loss_fn, cfg: Any, *, ledger: Ledger,
                   stage: str, seed: int, step: int) -> dict:
     """``cfg.ppo_epochs`` passes of ``cfg.minibatch_size``-response steps over an online batch
-    (the one training loop); the mean statistics of those steps."""
+    (the one training loop); the mean statistics of those steps. Several ranks: the global
+    batch is every rank's rows, each step takes about ``minibatch_size / world`` of each rank's
+    own rows (every rank the same number of steps)."""
     n = rb.batch.input_ids.size(0)
-    st = train_loop(
-        engines, lambda epoch: shuffled_batches(n, cfg.minibatch_size, seed + 7919 * step + epoch),
-        loss_fn, total_steps=cfg.ppo_epochs * math.ceil(n / cfg.minibatch_size), ledger=ledger,
-        stage=stage, log_every=10**9,
-    )
+    n_all = global_rows(rb)
+    per_epoch = math.ceil(n_all / cfg.minibatch_size)
+    if dist.world_size() == 1:
+        def batches(epoch: int) -> list[list[int]]:
+            return shuffled_batches(n, cfg.minibatch_size, seed + 7919 * step + epoch)
+    else:
+        if n < per_epoch:
+            raise UserError(f"{stage}: {n} rows on rank {dist.rank()} cannot fill {per_epoch} "
+                            f"minibatch steps: give more prompts per step or a larger minibatch")
+
+        def batches(epoch: int) -> list[list[int]]:
+            order = shuffled_batches(n, n, seed + 7919 * step + epoch)[0]
+            return [order[n * i // per_epoch : n * (i + 1) // per_epoch] for i in range(per_epoch)]
+    st = train_loop(engines, batches, loss_fn, total_steps=cfg.ppo_epochs * per_epoch,
+                    ledger=ledger, stage=stage, log_every=10**9, local=True)
     return st.means
 
 
@@ -195,14 +229,16 @@ def online_loop(policy: OnlinePolicy, problems: Sequence[TrainProblem], *, n_pro
                          ledger=ledger, stage=stage, max_length=max_length)
         stats = update(rb, step)
         policy.mark_updated()
-        n = max(len(rb.rewards), 1)
         cuts = rb.batch.cuts
-        history.append({"step": step + 1, "reward": sum(rb.rewards) / n,
-                        "response_tokens": float(rb.batch.response_mask.sum()) / n,
+        rows, reward, resp, ctx_cut, resp_cut = dist.all_sum([
+            len(rb.rewards), sum(rb.rewards), float(rb.batch.response_mask.sum()),
+            cuts["context_cut"], cuts["response_cut"]])
+        n = max(rows, 1)
+        history.append({"step": step + 1, "reward": reward / n, "response_tokens": resp / n,
                         "flops": ledger.total_flops,
                         "seconds": round(time.perf_counter() - t0, 2), **stats,
-                        "rows": cuts["rows"], "context_cut": cuts["context_cut"],
-                        "response_cut": cuts["response_cut"]})
+                        "rows": int(rows), "context_cut": int(ctx_cut),
+                        "response_cut": int(resp_cut)})
         if on_log:
             on_log(history[-1])
     policy.model.eval()

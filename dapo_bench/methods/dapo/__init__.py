@@ -146,18 +146,18 @@ def _iteration(ctx: RunContext, cfg: DapoConfig, k: int, policy: str) -> dict:
     try:
         info: dict[str, Any] = {"iteration": k, "reference": policy}
         info["rollouts"] = ctx.run_stage(p + "rollouts", lambda: st.rollouts(
-            ctx, cfg, policy, problems, scorer, d, p + "rollouts", k))
+            ctx, cfg, policy, problems, scorer, d, p + "rollouts", k), every_rank=True)
         info["states"] = ctx.run_stage(p + "states", lambda: st.states(ctx, cfg, problems, d))
         info["mc"] = ctx.run_stage(p + "mc", lambda: st.mc_labels(
-            ctx, cfg, policy, scorer, d, p + "mc", k))
+            ctx, cfg, policy, scorer, d, p + "mc", k), every_rank=True)
     finally:
         scorer.close()
     info["critic"] = ctx.run_stage(p + "critic", lambda: st.critic(
-        ctx, cfg, policy, d, p + "critic"), trains=True)
+        ctx, cfg, policy, d, p + "critic"), every_rank=True)
     info["advantages"] = ctx.run_stage(p + "advantages", lambda: st.advantages(
-        ctx, cfg, d, p + "advantages"))
+        ctx, cfg, d, p + "advantages"), every_rank=True)
     actor = ctx.run_stage(p + "actor", lambda: st.actor(ctx, cfg, policy, d, p + "actor"),
-                          trains=True)
+                          every_rank=True)
     info["actor"] = {kk: v for kk, v in actor.items() if kk != "history"}
     info["actor_history"] = actor.get("history", [])
     info["actor_dir"] = str(d / "actor")

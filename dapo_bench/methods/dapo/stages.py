@@ -19,6 +19,7 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
+from dapo_bench import dist
 from dapo_bench.generation.base import SamplingParams
 from dapo_bench.io import atomic_write_json, atomic_write_jsonl, read_json, read_jsonl
 from dapo_bench.training.rollouts import (
@@ -61,15 +62,16 @@ def _params(ctx: Any, cfg: Any, scorer: Any, salt: int, k: int) -> SamplingParam
 
 def rollouts(ctx, cfg, policy, problems, scorer, d: Path, stage: str, k: int) -> dict:
     gen = ctx.generator(policy)
+    chunks: dict = {}
     with ctx.progress("rollouts", len(problems), unit="problems") as adv, \
             ResumableLog(d / "rollouts.jsonl") as log:
         groups = sample_groups(
             gen, [Request.for_problem(p) for p in problems], cfg.n_samples, scorer,
             params=_params(ctx, cfg, scorer, 1, k), chunk_size=cfg.gen_chunk, ledger=ctx.ledger,
-            stage=stage, progress=adv, log=log,
+            stage=stage, progress=adv, log=log, shard=True, stats=chunks,
         )
     acc = [sum(g.rewards) / len(g.rewards) for g in groups]
-    return {
+    return {"chunks": chunks,
         "n_problems": len(groups), "n_responses": sum(len(g.rollouts) for g in groups),
         "accuracy": sum(acc) / max(len(acc), 1),
         "all_correct": sum(a == 1.0 for a in acc), "all_wrong": sum(a == 0.0 for a in acc),
@@ -118,15 +120,16 @@ def mc_labels(ctx, cfg, policy, scorer, d: Path, stage: str, k: int) -> dict:
     reqs = [Request(key, s["problem_id"], s["prompt_ids"] + s["prefix_ids"], s["prefix"])
             for key, s in sts.items()]
     gen = ctx.generator(policy)
+    chunks: dict = {}
     with ctx.progress("mc labels", len(reqs), unit="states") as adv, \
             ResumableLog(d / "mc.jsonl", "completions") as log:
         groups = sample_groups(
             gen, reqs, cfg.mc_samples, scorer, params=_params(ctx, cfg, scorer, 2, k),
             chunk_size=cfg.gen_chunk, ledger=ctx.ledger, stage=stage, progress=adv, log=log,
-            to_row=lambda r, g: _mc_row(sts[r.key], g),
+            to_row=lambda r, g: _mc_row(sts[r.key], g), shard=True, stats=chunks,
         )
     vals = [sum(g.rewards) / max(len(g.rewards), 1) for g in groups]
-    return {"n_states": len(groups), "n_completions": sum(len(g.rollouts) for g in groups),
+    return {"chunks": chunks, "n_states": len(groups), "n_completions": sum(len(g.rollouts) for g in groups),
             "mean_value": sum(vals) / max(len(vals), 1),
             "frac_0": sum(v == 0 for v in vals) / max(len(vals), 1),
             "frac_1": sum(v == 1 for v in vals) / max(len(vals), 1)}
@@ -137,12 +140,30 @@ def _heldout(problem_id: str, frac: float) -> bool:
     return h < frac * 10000
 
 
-def _counter(ctx: Any, stage: str) -> Any:
-    """``on_batch`` for scoring passes: charge the ledger (inference) and count truncations."""
+def _scored(ctx: Any, stage: str, items: list, score: Any, module: Any, *,
+            charge: bool = True) -> tuple[list, int]:
+    """``score(items, on_batch)`` on every rank's share of ``items`` (``dist.map_shards``),
+    gathered in item order; the batches' tokens (summed over ranks) are charged to the ledger
+    as inference (unless ``charge``) and their truncations counted. Returns (results, tokens).
+    A ZeRO-3 ``module`` needs every rank in each forward: then every rank scores all items."""
+    seen = {"tokens": 0, "rows": 0, "context_cut": 0, "response_cut": 0}
+
     def on_batch(b: Any) -> None:
-        ctx.ledger.add_inf(stage, b.n_tokens)
-        ctx.count(stage, b.cuts)
-    return on_batch
+        seen["tokens"] += b.n_tokens
+        for k, v in b.cuts.items():
+            seen[k] += v
+
+    keys = sorted(seen)
+    if dist.partitioned(module):
+        out = score(items, on_batch) if items else []
+        total = dict(seen)
+    else:
+        out = dist.map_shards(items, lambda part: score(part, on_batch) if part else [])
+        total = dict(zip(keys, (int(x) for x in dist.all_sum([seen[k] for k in keys]))))
+    if charge:
+        ctx.ledger.add_inf(stage, total["tokens"])
+    ctx.count(stage, {k: v for k, v in total.items() if k != "tokens"})
+    return out, total["tokens"]
 
 
 def critic(ctx, cfg, policy, d: Path, stage: str) -> dict:
@@ -167,8 +188,8 @@ def critic(ctx, cfg, policy, d: Path, stage: str) -> dict:
     st = train_critic(vm, tok.pad_token_id, train, cfg.critic, seed=ctx.opts.seed,
                       engine_cfg=ctx.engine_cfg, ledger=ctx.ledger, stage=stage)
     ctx.count(stage, st.counts)
-    preds = score_values(vm, tok.pad_token_id, [c for c, _ in held],
-                         max_length=cfg.critic.max_length, on_batch=_counter(ctx, stage))
+    preds, _ = _scored(ctx, stage, [c for c, _ in held], lambda part, cb: score_values(
+        vm, tok.pad_token_id, part, max_length=cfg.critic.max_length, on_batch=cb), vm)
     vm.save(tok, d / "critic")
     cal = calibration(preds, [y for _, y in held], bins=cfg.critic.bins)
     ctx.log(f"critic: held-out Brier {cal['brier']} (constant predictor "
@@ -203,9 +224,9 @@ def advantages(ctx, cfg, d: Path, stage: str) -> dict:
     vals: dict = {}
     if est.meta.get("needs_critic", True):
         vm, tok = ValueModel.load(d / "critic")
-        vals = dict(zip(need, score_values(vm, tok.pad_token_id, need,
-                                           max_length=cfg.critic.max_length,
-                                           on_batch=_counter(ctx, stage))))
+        scores, _ = _scored(ctx, stage, need, lambda part, cb: score_values(
+            vm, tok.pad_token_id, part, max_length=cfg.critic.max_length, on_batch=cb), vm)
+        vals = dict(zip(need, scores))
     out, n_act, n_term = [], 0, 0
     for r, cs in zip(rows, cands):
         s = sts[r["key"]]
@@ -218,7 +239,9 @@ def advantages(ctx, cfg, d: Path, stage: str) -> dict:
         out.append({"key": r["key"], "problem_id": r["problem_id"], "prompt": s["prompt"],
                     "prompt_ids": s["prompt_ids"], "prefix": r["prefix"],
                     "prefix_ids": r["prefix_ids"], "actions": acts})
-    atomic_write_jsonl(d / "advantages.jsonl", out)
+    if dist.is_main():
+        atomic_write_jsonl(d / "advantages.jsonl", out)
+    dist.barrier()
     return {"n_states": len(rows), "kept_states": len(out), "n_actions": n_act,
             "terminal_actions": n_term, "estimator": cfg.advantage,
             "scored_actions": len(vals)}
@@ -238,18 +261,14 @@ def _reference(ctx, model, tok, sts, cfg, d: Path, policy: str, stage: str) -> d
         if ref.get("belongs_to") == belongs:
             return ref
         ctx.log("actor: cached reference log-probs belong to other inputs; recomputing")
-    seen = {"tokens": 0, "cuts": {}}
-
-    def on_batch(b: Any) -> None:
-        seen["tokens"] += b.n_tokens
-        for key, v in b.cuts.items():
-            seen["cuts"][key] = seen["cuts"].get(key, 0) + v
-
-    lps = reference_logprobs(model, tok.pad_token_id, sts, max_length=cfg.actor.max_length,
-                             on_batch=on_batch)
-    ref = {"keys": [s["key"] for s in sts], "logprobs": lps, "tokens": seen["tokens"],
-           "cuts": seen["cuts"], "belongs_to": belongs}
-    atomic_write_json(cache, ref)
+    lps, tokens = _scored(ctx, stage + ".reference", sts, lambda part, cb: reference_logprobs(
+        model, tok.pad_token_id, part, max_length=cfg.actor.max_length, on_batch=cb),
+        model, charge=False)
+    ref = {"keys": [s["key"] for s in sts], "logprobs": lps, "tokens": tokens,
+           "belongs_to": belongs}
+    if dist.is_main():
+        atomic_write_json(cache, ref)
+    dist.barrier()
     return ref
 
 
@@ -261,7 +280,6 @@ def actor(ctx, cfg, policy, d: Path, stage: str) -> dict:
     model, tok = load_policy(policy)
     ref = _reference(ctx, model, tok, sts, cfg, d, policy, stage)
     ctx.ledger.add_inf(stage, ref["tokens"])
-    ctx.count(stage + ".reference", ref.get("cuts", {}))
     if not sts:
         ctx.log("actor: no state kept by the advantage filter; the policy is unchanged")
         save_policy(model, tok, d / "actor")
@@ -275,15 +293,15 @@ def actor(ctx, cfg, policy, d: Path, stage: str) -> dict:
     # the method, so its forward passes are not charged to the ledger (its tokens are reported)
     import torch
 
-    diag = {"tokens": 0}
-    after = reference_logprobs(model, tok.pad_token_id, sts, max_length=cfg.actor.max_length,
-                               on_batch=lambda b: diag.__setitem__("tokens",
-                                                                   diag["tokens"] + b.n_tokens))
+    after, diag_tokens = _scored(ctx, stage + ".diagnostic", sts, lambda part, cb:
+                                 reference_logprobs(model, tok.pad_token_id, part,
+                                                    max_length=cfg.actor.max_length,
+                                                    on_batch=cb), model, charge=False)
     flat = lambda xs: torch.tensor([x for row in xs for x in row])
     adv = torch.tensor([a["adv"] for s in sts for a in s["actions"]])
     _, final = dapo_actor_loss(flat(after), flat(ref["logprobs"]), adv, cfg.beta)
     ctx.log(f"actor: {st.steps} steps; after training loss {final['loss']:.4g}, sign agreement "
             f"{final['sign_agree']:.3f}, mean |log-ratio| {final['abs_log_ratio']:.3f}")
     return {"steps": st.steps, "n_states": len(sts), "n_actions": int(adv.numel()),
-            "after": final, "diagnostic_tokens_uncharged": diag["tokens"],
+            "after": final, "diagnostic_tokens_uncharged": diag_tokens,
             "history": st.history}

@@ -1,0 +1,156 @@
+"""Every rank does its share (2 CPU ranks under torchrun, gloo, the torch engine):
+
+- DAPO: both ranks generate (rollouts, MC labels, evals), the merged artifacts are byte for
+  byte one process's, the critic and actor train data parallel and end with the same weights;
+- a run killed in the MC stage resumes per shard: finished chunks are not generated again;
+- GRPO and PPO sample on both ranks and take the same first update as one process.
+"""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from dapo_bench.io import read_json, read_jsonl
+from dapo_bench.models import load_policy
+
+DAPO_SETS = ["n_problems=12", "n_samples=2", "n_rollouts=2", "mc_samples=4",
+             "max_new_tokens=12", "gen_chunk=4", "critic.epochs=1", "actor.epochs=1",
+             "advantage=critic", "min_spread=0"]
+EVAL = ["--eval-limit", "6", "--eval-max-new-tokens", "6", "--no-control", "--quiet"]
+
+
+def _cmd(method: str, model_dir: str, out: Path, run_id: str, sets: list[str],
+         ranks: int = 2) -> list[str]:
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node",
+           str(ranks), "-m", "dapo_bench.cli", "train", "--method", method, "--model",
+           model_dir, "--out", str(out), "--run-id", run_id, "--threads", "1", *EVAL]
+    for s in sets:
+        cmd += ["--set", s]
+    return cmd
+
+
+def _env() -> dict:
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")}
+    return {**env, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
+
+
+def _run(cmd: list[str]) -> subprocess.CompletedProcess:
+    run = subprocess.run(cmd, env=_env(), capture_output=True, text=True, timeout=600,
+                         check=False)
+    assert run.returncode == 0, run.stderr[-4000:]
+    return run
+
+
+def _same_weights(a: Path, b: Path, atol: float = 1e-5) -> None:
+    got, _ = load_policy(a)
+    want, _ = load_policy(b)
+    for name, value in want.state_dict().items():
+        assert torch.allclose(got.state_dict()[name], value, atol=atol), name
+
+
+def test_dapo_two_ranks_share_the_work_and_match_one_process(model_dir, tmp_path):
+    from dapo_bench.methods.base import RunOptions, run_training
+    from dapo_bench.training.value import ValueModel
+
+    _run(_cmd("dapo", model_dir, tmp_path, "two", DAPO_SETS))
+    one = run_training("dapo", RunOptions(
+        model=model_dir, eval_limit=6, eval_max_new_tokens=6, control=False, out=str(tmp_path),
+        run_id="one", quiet=True), overrides=DAPO_SETS)
+    two, ref = tmp_path / "two", tmp_path / "one"
+    for f in ("it1/rollouts.jsonl", "it1/states.jsonl", "it1/mc.jsonl", "it1/advantages.jsonl",
+              "eval/final/samples.jsonl", "eval/reference/samples.jsonl"):
+        assert (two / f).read_bytes() == (ref / f).read_bytes(), f
+    assert not list(two.rglob("*.rank*.jsonl"))  # shards merged and removed
+    res = read_json(two / "results.json")
+    assert res["ledger"] == one["ledger"]  # each rank charged its share, summed
+    for stage in ("it1.rollouts", "it1.mc"):
+        chunks = read_json(two / "stages" / f"{stage}.json")["info"]["chunks"]
+        assert len(chunks["generated_by_rank"]) == 2 and min(chunks["generated_by_rank"]) > 0
+    _same_weights(two / "it1" / "actor", ref / "it1" / "actor")
+    got_v, _ = ValueModel.load(two / "it1" / "critic")
+    want_v, _ = ValueModel.load(ref / "it1" / "critic")
+    for name, value in want_v.state_dict().items():
+        assert torch.allclose(got_v.state_dict()[name], value, atol=1e-5), name
+    assert res["tasks"]["arith"]["metrics"] == one["tasks"]["arith"]["metrics"]
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_a_killed_rank_resumes_its_shard_without_redoing_finished_chunks(model_dir, tmp_path):
+    sets = [s if not s.startswith("gen_chunk") else "gen_chunk=1" for s in DAPO_SETS]
+    run = tmp_path / "k"
+    # the two ranks as plain processes (what torchrun starts), so the test can SIGKILL them
+    argv = _cmd("dapo", model_dir, tmp_path, "k", sets)
+    argv = [sys.executable, *argv[argv.index("-m", 3):]]
+    port = str(_free_port())
+    procs = [subprocess.Popen(argv, env={**_env(), "RANK": str(r), "LOCAL_RANK": str(r),
+                                         "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1",
+                                         "MASTER_PORT": port},
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+             for r in range(2)]
+    shard, marker = run / "it1" / "mc.rank1.jsonl", run / "stages" / "it1.mc.json"
+    deadline = time.time() + 300
+    try:
+        while time.time() < deadline:
+            if shard.exists() and shard.read_bytes().count(b"\n") >= 2:
+                for p in procs:
+                    p.send_signal(signal.SIGKILL)  # both ranks, mid-stage
+                break
+            assert all(p.poll() is None for p in procs), "a rank ended before the MC stage"
+            time.sleep(0.005)
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+    assert not marker.exists(), "the MC stage had finished before the kill"
+    logged = sum(p.read_bytes().count(b"\n") for p in run.glob("it1/mc.rank*.jsonl"))
+    assert logged >= 2
+    out = _run(_cmd("dapo", model_dir, tmp_path, "k", sets))
+    assert "stage it1.rollouts: done before, skipped" in out.stderr
+    chunks = read_json(marker)["info"]["chunks"]
+    assert chunks["resumed"] >= 2  # the finished chunks of both shards were read back
+    assert chunks["resumed"] + sum(chunks["generated_by_rank"]) == chunks["chunks"]
+    rows = read_jsonl(run / "it1" / "mc.jsonl")
+    assert len(rows) == len({r["key"] for r in rows}) == chunks["chunks"]
+    # and the resumed run's labels are an uninterrupted one's
+    from dapo_bench.methods.base import RunOptions, run_training
+
+    run_training("dapo", RunOptions(model=model_dir, eval_limit=6, eval_max_new_tokens=6,
+                                    control=False, out=str(tmp_path), run_id="w", quiet=True),
+                 overrides=sets)
+    assert (run / "it1" / "mc.jsonl").read_bytes() == (tmp_path / "w" / "it1" / "mc.jsonl"
+                                                        ).read_bytes()
+
+
+@pytest.mark.parametrize("method,sets", [
+    ("grpo", ["prompts_per_step=4", "samples_per_prompt=4", "max_new_tokens=8",
+              "minibatch_size=64", "max_steps=1", "optim.lr=1e-3"]),
+    ("ppo", ["rollout_batch=8", "max_new_tokens=8", "minibatch_size=64", "max_steps=1",
+             "optim.lr=1e-3", "critic_lr=1e-3"]),
+])
+def test_online_methods_on_two_ranks_take_one_process_first_update(model_dir, tmp_path, method,
+                                                                   sets):
+    from dapo_bench.methods.base import RunOptions, run_training
+
+    _run(_cmd(method, model_dir, tmp_path, "two", sets))
+    one = run_training(method, RunOptions(
+        model=model_dir, eval_limit=6, eval_max_new_tokens=6, control=False, out=str(tmp_path),
+        run_id="one", quiet=True), overrides=sets)
+    res = read_json(tmp_path / "two" / "results.json")
+    assert res["ledger"] == one["ledger"]
+    h2, h1 = res["history"][0], one["history"][0]
+    assert h2["rows"] == h1["rows"] and h2["reward"] == pytest.approx(h1["reward"])
+    _same_weights(tmp_path / "two" / "policy", tmp_path / "one" / "policy")
