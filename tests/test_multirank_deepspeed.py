@@ -8,12 +8,12 @@
   process (the critic and actor stages run on both ranks, everything else on rank 0).
 """
 
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from _launch import rank_env, run_ranks
 
 pytest.importorskip(
     "deepspeed", reason="deepspeed not installed (pip install 'dapo-bench[deepspeed]')"
@@ -73,15 +73,13 @@ FLAGS = ["--eval-limit", "3", "--eval-max-new-tokens", "6", "--control", "--quie
 
 def _torchrun(method: str, stage: str, model_dir: str, out: Path, flags: list[str],
               sets: list[str]) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")}
-    env.update(OMP_NUM_THREADS="1", DS_ACCELERATOR="cpu", PYTHONUNBUFFERED="1")
+    env = rank_env(DS_ACCELERATOR="cpu")
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node",
            "2", "-m", "dapo_bench.cli", "train", "--method", method, "--model", model_dir,
            "--deepspeed", stage, "--out", str(out), "--run-id", "two", *flags]
     for s in sets:
         cmd += ["--set", s]
-    run = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=240, check=False)
+    run = run_ranks(cmd, env, timeout=300)
     assert run.returncode == 0, run.stderr[-4000:]
     return run
 

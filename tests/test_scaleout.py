@@ -6,7 +6,6 @@
 - GRPO and PPO sample on both ranks and take the same first update as one process.
 """
 
-import os
 import signal
 import subprocess
 import sys
@@ -15,6 +14,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from _launch import rank_env, run_ranks
 
 from dapo_bench.io import read_json, read_jsonl
 from dapo_bench.models import load_policy
@@ -36,14 +36,11 @@ def _cmd(method: str, model_dir: str, out: Path, run_id: str, sets: list[str],
 
 
 def _env() -> dict:
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")}
-    return {**env, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
+    return rank_env()
 
 
 def _run(cmd: list[str]) -> subprocess.CompletedProcess:
-    run = subprocess.run(cmd, env=_env(), capture_output=True, text=True, timeout=600,
-                         check=False)
+    run = run_ranks(cmd, _env(), timeout=600)
     assert run.returncode == 0, run.stderr[-4000:]
     return run
 
