@@ -81,4 +81,7 @@ def summary_table(results: dict) -> Any:
             f"{pk}: {_fmt(m[pk])}" if pk else "-", f"{mk}: {_fmt(m[mk])}" if mk else "-",
             str(t["generated_tokens"]), f"{t['seconds']:.1f}",
         )
+    for name, su in (results.get("suites") or {}).items():  # mean over the suite's tasks
+        table.add_row(f"{name} (macro mean)", str(su["n_problems"]), _fmt(su["macro"].get("acc")),
+                      "", "", "", "")
     return table
