@@ -135,6 +135,11 @@ def mc_labels(ctx, cfg, policy, scorer, d: Path, stage: str, k: int) -> dict:
             "frac_1": sum(v == 1 for v in vals) / max(len(vals), 1)}
 
 
+def _num(x: float | None) -> str:
+    """A score for a log line: 4 decimals, not repr's 17 digits."""
+    return "-" if x is None else f"{x:.4f}"
+
+
 def _heldout(problem_id: str, frac: float) -> bool:
     h = int.from_bytes(hashlib.sha256(problem_id.encode()).digest()[:4], "big") % 10000
     return h < frac * 10000
@@ -192,8 +197,8 @@ def critic(ctx, cfg, policy, d: Path, stage: str) -> dict:
         vm, tok.pad_token_id, part, max_length=cfg.critic.max_length, on_batch=cb), vm)
     vm.save(tok, d / "critic")
     cal = calibration(preds, [y for _, y in held], bins=cfg.critic.bins)
-    ctx.log(f"critic: held-out Brier {cal['brier']} (constant predictor "
-            f"{cal.get('brier_constant')}), ECE {cal['ece']}")
+    ctx.log(f"critic: held-out Brier {_num(cal['brier'])} (constant predictor "
+            f"{_num(cal.get('brier_constant'))}), ECE {_num(cal['ece'])}")
     return {"n_train": len(train), "n_train_mc_states": sum(
                 x[3] for x in data if not _heldout(x[2], frac)),
             "n_heldout": len(held), "heldout": cal,
