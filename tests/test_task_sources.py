@@ -48,7 +48,7 @@ def test_every_task_declares_a_reachable_source():
         if src.hf is not None:
             assert src.hf.path and src.hf.split, entry.name
         assert src.file, f"{entry.name}: no --data-dir file name (the offline copy)"
-    assert {"college_math", "minerva_math", "leetcode", "code_contests", "codeforces"} <= set(
+    assert {"college_math", "minerva_math", "leetcode", "code_contests", "codeforces", "mbpp"} <= set(
         URL_TASKS)
 
 
@@ -144,3 +144,33 @@ def test_hub_field_mapping_on_a_local_hub_format_directory(name, tmp_path):
     assert origin == f"hf:{snap}"
     assert [(p.id, p.question, p.gold, p.subjects) for p in problems] == [
         (p.id, p.question, p.gold, p.subjects) for p in ref.problems]
+
+
+@needs_data
+def test_eval_without_data_dir_reads_origin_files_from_the_cache(tmp_path):
+    # A user's machine after the first download: no --data-dir, no network, results name the URL.
+    import shutil
+
+    from dapo_bench.eval import evaluate
+    from dapo_bench.generation.base import Completion, Generator
+
+    names = ["college_math", "minerva_math"]
+    for name in names:
+        spec = TASKS.get(name)
+        dest = cached_path(name, spec.source.url)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(DATA / spec.source.file, dest)
+
+    class Boxed(Generator):
+        backend, model_path, tokenizer, n_params = "boxed", "boxed", None, 0
+
+        def generate(self, prompts, params):
+            return [[Completion("\\boxed{0}", 1, "stop")] * params.n for _ in prompts]
+
+    res = evaluate(Boxed(), names, run_dir=tmp_path / "r", limit=3, quiet=True)
+    for name in names:
+        t = res["tasks"][name]
+        assert t["source"] == TASKS.get(name).source.url.url
+        assert (t["n_problems"], t["n_problems_total"]) == (3, {"college_math": 2818,
+                                                                "minerva_math": 272}[name])
+        assert t["rows_hash"] == load_task(name, data_dir=DATA, limit=3).rows_hash
