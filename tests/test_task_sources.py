@@ -117,11 +117,15 @@ def test_bad_url_sources_name_file_and_field(tmp_path):
         assert "t.yaml" in str(e.value) and "source.url" in str(e.value)
 
 
-# hub column names of HuggingFaceH4/MATH-500 and HuggingFaceH4/aime_2024 (their dataset cards)
+# local field -> hub column, as the hub datasets' cards name them (HuggingFaceH4/MATH-500,
+# HuggingFaceH4/aime_2024, openai/gsm8k: no id column, ids are row numbers, openai_humaneval)
 HUB_COLUMNS = {
     "math500": {"problem": "problem", "solution": "solution", "expected_answer": "answer",
                 "type": "subject", "level": "level", "id": "unique_id"},
     "aime24": {"id": "id", "problem": "problem", "answer": "answer"},
+    "gsm8k": {"question": "question", "answer": "answer"},
+    "humaneval": {k: k for k in ("task_id", "prompt", "canonical_solution", "test",
+                                 "entry_point")},
 }
 
 
@@ -136,9 +140,14 @@ def test_hub_field_mapping_on_a_local_hub_format_directory(name, tmp_path):
     cols = HUB_COLUMNS[name]
     hub_rows = [{new: r[old] for old, new in cols.items()} for r in rows]
     snap = tmp_path / "snapshot"
-    (snap / "data").mkdir(parents=True)
-    split = spec.source.hf.split
-    datasets.Dataset.from_list(hub_rows).to_parquet(str(snap / "data" / f"{split}-00000.parquet"))
+    hf = spec.source.hf
+    sub = hf.name or "data"  # a named config lives in its own folder, declared in the card
+    (snap / sub).mkdir(parents=True)
+    datasets.Dataset.from_list(hub_rows).to_parquet(str(snap / sub / f"{hf.split}-00000.parquet"))
+    if hf.name:
+        (snap / "README.md").write_text(
+            f"---\nconfigs:\n- config_name: {hf.name}\n  data_files:\n"
+            f"  - split: {hf.split}\n    path: {hf.name}/{hf.split}-*\n---\n")
     local = replace(spec, source=replace(spec.source, hf=replace(spec.source.hf, path=str(snap))))
     _, origin, problems = _load(local)
     assert origin == f"hf:{snap}"
