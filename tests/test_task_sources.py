@@ -183,3 +183,35 @@ def test_eval_without_data_dir_reads_origin_files_from_the_cache(tmp_path):
         assert (t["n_problems"], t["n_problems_total"]) == (3, {"college_math": 2818,
                                                                 "minerva_math": 272}[name])
         assert t["rows_hash"] == load_task(name, data_dir=DATA, limit=3).rows_hash
+
+
+@needs_data
+def test_download_over_http_checks_caches_and_reports(monkeypatch, capsys):
+    # The network path itself, against a local HTTP server serving ../shared/data.
+    import functools
+    import threading
+    from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+
+    from dapo_bench.tasks.download import fetch
+
+    monkeypatch.delenv("DAPO_BENCH_OFFLINE")
+    for var in ("http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY"):
+        monkeypatch.delenv(var, raising=False)  # 127.0.0.1 directly
+    handler = functools.partial(SimpleHTTPRequestHandler, directory=str(DATA))
+    handler.log_message = lambda *a: None
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        base = f"http://127.0.0.1:{server.server_address[1]}"
+        src = TASKS.get("codeforces").source.url
+        path = fetch("codeforces", replace(src, url=f"{base}/code/codeforces.json"))
+        assert path == cached_path("codeforces", src)
+        assert path.read_bytes() == (DATA / "code" / "codeforces.json").read_bytes()
+        assert "downloading" in capsys.readouterr().err
+        assert fetch("codeforces", src) == path  # cached: no second download, no network
+        assert "downloading" not in capsys.readouterr().err
+        with pytest.raises(UserError, match="cannot download .*HTTPError"):
+            fetch("leetcode", replace(TASKS.get("leetcode").source.url, url=f"{base}/nope.json"))
+    finally:
+        server.shutdown()
+        server.server_close()
