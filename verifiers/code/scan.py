@@ -6,8 +6,8 @@ what a proxy cannot express, so that it is reported instead of run:
 
 * ``callable_arg``: a lambda, a function the test defines, or a built-in callable passed into
   a call of the program (the callable would have to cross the process boundary).
-* ``identity``: an ``is`` / ``is not`` comparison with anything but None, True, False
-  (values come back as copies, so identity means nothing).
+* ``identity``: an ``is`` / ``is not`` comparison with anything but None, True, False, a
+  ``type(...)`` or a built-in type (values come back as copies, so identity means nothing).
 * ``mutation``: a variable passed to the program and read again after the call. Handled, not
   refused: the program process sends changed arguments back and the checker updates its
   copies in place (`proxy.Channel`).
@@ -25,11 +25,15 @@ _BUILTINS = frozenset(dir(builtins))
 _SINGLETONS = (None, True, False, Ellipsis)
 
 
-def _parse(src: str | None) -> ast.Module:
+def _parse(src: str | None) -> ast.Module | None:
     try:
         return ast.parse(src or "")
     except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return ast.Module(body=[], type_ignores=[])  # the checker reports the syntax error
+        return None  # the checker reports it (bad_test)
+
+
+def _trees(sources: list[str | None]) -> list[ast.Module]:
+    return [t for t in map(_parse, sources) if t is not None]
 
 
 def _defined(tree: ast.AST) -> set[str]:
@@ -66,8 +70,8 @@ def targets(sources: list[str | None], entry_point: str | None = None,
     HumanEval prompt, run in the checker). When that finds nothing, the built-in names the test
     calls (MBPP's ``sum``: the program shadows a built-in); the checker binds only the names
     the program really defines."""
-    trees = [_parse(s) for s in sources]
-    defined = set().union(*(_defined(t) for t in trees)) | _defined(_parse(given))
+    trees = _trees(sources)
+    defined = set().union(*(_defined(t) for t in trees + _trees([given])))
     if preamble:
         defined |= _preamble_names()
     out = [entry_point] if entry_point else []
@@ -95,19 +99,17 @@ def proxy_limits(sources: list[str | None], names: list[str]) -> dict[str, bool]
     see the module doc."""
     prog = set(names) | {"candidate"}
     found = {"callable_arg": False, "identity": False, "mutation": False}
-    for tree in map(_parse, sources):
+    for tree in _trees(sources):
         local_fns = {n.name for n in ast.walk(tree)
                      if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
         assigned = _defined(tree) - local_fns
         reads = [(n.id, n.lineno) for n in ast.walk(tree)
                  if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)]
         for n in ast.walk(tree):
-            if isinstance(n, ast.Compare) and any(isinstance(o, (ast.Is, ast.IsNot))
-                                                  for o in n.ops):
-                sides = [n.left, *n.comparators]
-                if not any(isinstance(s, ast.Constant) and any(s.value is v for v in _SINGLETONS)
-                           for s in sides):
-                    found["identity"] = True
+            if isinstance(n, ast.Compare) and \
+                    any(isinstance(o, (ast.Is, ast.IsNot)) for o in n.ops) and \
+                    not any(map(_identity_ok, [n.left, *n.comparators])):
+                found["identity"] = True
             if not (isinstance(n, ast.Call) and _root(n.func) in prog):
                 continue
             for a in [*n.args, *(k.value for k in n.keywords)]:
@@ -125,9 +127,20 @@ def proxy_limits(sources: list[str | None], names: list[str]) -> dict[str, bool]
 
 
 def checks_anything(sources: list[str | None]) -> bool:
-    """Does the test code contain an ``assert`` or a ``raise`` (else it can check nothing)?"""
-    return any(isinstance(n, (ast.Assert, ast.Raise)) for t in map(_parse, sources)
-               for n in ast.walk(t))
+    """Does the test code contain an ``assert`` or a ``raise`` (else it can check nothing)?
+    Code that does not parse counts as checking: the checker reports it as ``bad_test``."""
+    trees = _trees(sources)
+    return len(trees) < len(sources) or any(isinstance(n, (ast.Assert, ast.Raise))
+                                            for t in trees for n in ast.walk(t))
+
+
+def _identity_ok(side: ast.AST) -> bool:
+    """``x is None`` / ``type(x) is tuple``: identity that plain copies keep."""
+    if isinstance(side, ast.Constant):
+        return any(side.value is v for v in _SINGLETONS)
+    if isinstance(side, ast.Call) and isinstance(side.func, ast.Name):
+        return side.func.id == "type"
+    return isinstance(side, ast.Name) and isinstance(getattr(builtins, side.id, None), type)
 
 
 def _is_builtin_callable(name: str) -> bool:
