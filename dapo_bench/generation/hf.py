@@ -187,12 +187,16 @@ class HFGenerator(Generator):
         return results
 
     def _forward(self, ids, mask, pos, cache):
+        # Only the last position's logits are used: the LM head over every prefill position
+        # is ~20% of a 135M model's prefill (what ``generate`` skips the same way).
+        keep = {"logits_to_keep": 1} if self._model._supports_logits_to_keep() else {}
         out = self._model(
             input_ids=ids,
             attention_mask=mask,
             position_ids=pos,
             past_key_values=cache,
             use_cache=True,
+            **keep,
         )
         return out.logits[:, -1, :].float(), out.past_key_values
 
