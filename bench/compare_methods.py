@@ -123,7 +123,7 @@ def main(
     set_: Annotated[list[str] | None, typer.Option(
         "--set", help="METHOD:key=value config override (repeat)")] = None,
     threads: Annotated[int, typer.Option(help="torch threads")] = 2,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="plain logs, no bars")] = False,
+    quiet: Annotated[bool, typer.Option(help="plain logs, no bars")] = False,
 ) -> None:
     """Train every method at the same FLOP budget on arith and print the comparison."""
     import torch

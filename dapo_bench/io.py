@@ -6,6 +6,7 @@ killed run never leaves a half-written artifact. JSONL readers report ``file:lin
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import tempfile
@@ -66,6 +67,15 @@ def iter_jsonl(path: str | os.PathLike, *, allow_partial_tail: bool = False) -> 
         if not isinstance(obj, dict):
             raise UserError(f"{path}:{i}: expected a JSON object, got {type(obj).__name__}")
         yield obj
+
+
+def rows_digest(rows) -> str:
+    """sha256 of the rows as canonical JSON lines (sorted keys), first 16 hex digits."""
+    h = hashlib.sha256()
+    for row in rows:
+        h.update(json.dumps(row, sort_keys=True, ensure_ascii=False, default=str).encode())
+        h.update(b"\n")
+    return h.hexdigest()[:16]
 
 
 def read_jsonl(path: str | os.PathLike, **kw: Any) -> list[dict]:

@@ -51,6 +51,11 @@ class Registry(Generic[T]):
             raise ValueError(f"{self.kind} {name!r} is registered twice ({old.obj!r} and {obj!r})")
         self._entries[name] = Entry(name, obj, help, dict(meta))
 
+    @property
+    def modules(self) -> tuple[str, ...]:
+        """The modules that populate the registry (known without importing them)."""
+        return tuple(self._modules)
+
     def _load(self) -> None:
         if self._loaded:
             return

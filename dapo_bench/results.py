@@ -1,9 +1,10 @@
 """The result file: ``runs/<run-id>/results.json``, one per eval or training run.
 
-Schema (version 1); metric values are fractions in [0, 1], rendered as percentages::
+Schema (version 2; docs/results.md documents it beside lm-evaluation-harness's); metric values
+are fractions in [0, 1], rendered as percentages::
 
     {
-      "schema_version": 1,
+      "schema_version": 2,
       "run_id": "20261202-143000-math-tiny",
       "kind": "eval" | "train",
       "method": "base" | "dapo" | "sft" | ...,      # "base" for a plain eval of a model
@@ -15,10 +16,20 @@ Schema (version 1); metric values are fractions in [0, 1], rendered as percentag
         "<task>": {
           "version": str, "hash": str, "prompt_template": str,
           "verifier": {"name": str, "version": str},
-          "n_problems": int, "n_samples": int, "generated_tokens": int,
+          "source": str, "split": str | None,
+          "n_problems": int,                         # problems scored (after --limit)
+          "n_problems_total": int,                   # problems in the source (before --limit)
+          "rows_hash": str,                          # io.rows_digest of the rows used
+          "n_samples": int, "generated_tokens": int,
           "metrics": {"acc": {"value": float, "stderr": float | None}, "pass@8": {...}, ...},
-          "breakdown": {"<field>": {"<value>": {"n": int, "acc": float}}}
+          "breakdown": {"<field>": {"<value>": {"n": int, "acc": float,
+                                                 "stderr": float | None}}}
         }
+      },
+      "suites": {                                    # each suite whose tasks all ran
+        "<suite>": {"tasks": [str], "n_problems": int,
+                    "macro": {"acc": {"value": float, "stderr": float | None}, ...},
+                    "micro": {"acc": {...}, ...}}
       },
       "ledger": Ledger.to_dict() | None,             # training runs: compute spent
       "config": {...},                               # the resolved config of the run
@@ -28,11 +39,16 @@ Schema (version 1); metric values are fractions in [0, 1], rendered as percentag
     }
 
 ``acc`` is greedy accuracy when n == 1 and the mean per-sample accuracy (pass@1) otherwise.
+A suite's ``macro`` value is the unweighted mean over its tasks (the DAPO paper's average
+column), ``micro`` the mean over all its problems (tasks weighted by ``n_problems``); both only
+for metrics every task of the suite has, stderr combined assuming independent tasks (None when
+a task has none). Version 1 files (no suites, totals, rows hash or breakdown stderr) still load.
 Training runs may add ``"history"`` (per-step logs) and ``"iterations"`` (per-iteration results).
 """
 
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
 from typing import Any
@@ -40,7 +56,8 @@ from typing import Any
 from dapo_bench.errors import UserError
 from dapo_bench.io import atomic_write_json, read_json
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+READABLE_VERSIONS = (1, 2)  # what load_results accepts (the leaderboard reads old runs too)
 REQUIRED = ("schema_version", "run_id", "kind", "method", "model", "tasks", "provenance")
 
 
@@ -51,8 +68,10 @@ def validate_results(obj: Any, path: str | os.PathLike = "<results>") -> dict:
     for key in REQUIRED:
         if key not in obj:
             raise UserError(f"{path}: field {key!r} missing")
-    if obj["schema_version"] != SCHEMA_VERSION:
-        raise UserError(f"{path}: schema_version {obj['schema_version']!r} is not {SCHEMA_VERSION}")
+    version = obj["schema_version"]
+    if isinstance(version, bool) or version not in READABLE_VERSIONS:
+        known = ", ".join(map(str, READABLE_VERSIONS))
+        raise UserError(f"{path}: schema_version {version!r} is not one of {known}")
     if not isinstance(obj["tasks"], dict):
         raise UserError(f"{path}: field 'tasks' must be a mapping")
     for name, task in obj["tasks"].items():
@@ -62,7 +81,38 @@ def validate_results(obj: Any, path: str | os.PathLike = "<results>") -> dict:
         for mname, m in metrics.items():
             if not isinstance(m, dict) or not isinstance(m.get("value"), (int, float)):
                 raise UserError(f"{path}: tasks.{name}.metrics.{mname}.value must be a number")
+    if not isinstance(obj.get("suites", {}), dict):
+        raise UserError(f"{path}: field 'suites' must be a mapping")
     return obj
+
+
+def _combine(values: list[float], stderrs: list, weights: list[float]) -> dict:
+    """Weighted mean of task values and its stderr (independent tasks): sqrt(sum (w se)^2)."""
+    total = sum(weights)
+    value = sum(w * v for w, v in zip(weights, values)) / total
+    if any(se is None for se in stderrs):
+        return {"value": value, "stderr": None}
+    return {"value": value,
+            "stderr": math.sqrt(sum((w * se) ** 2 for w, se in zip(weights, stderrs))) / total}
+
+
+def suite_summary(tasks: dict, names: list[str] | tuple[str, ...]) -> dict:
+    """A suite's block: macro (each task weighs 1) and micro (each problem weighs 1) means of
+    every metric all of its tasks report."""
+    missing = [n for n in names if n not in tasks]
+    if missing:
+        raise ValueError(f"suite tasks not in the results: {missing}")
+    blocks = [tasks[n] for n in names]
+    common = [m for m in blocks[0]["metrics"] if all(m in b["metrics"] for b in blocks)]
+    sizes = [int(b["n_problems"]) for b in blocks]
+    out: dict[str, Any] = {"tasks": list(names), "n_problems": sum(sizes), "macro": {},
+                           "micro": {}}
+    for m in common:
+        values = [float(b["metrics"][m]["value"]) for b in blocks]
+        stderrs = [b["metrics"][m].get("stderr") for b in blocks]
+        out["macro"][m] = _combine(values, stderrs, [1.0] * len(blocks))
+        out["micro"][m] = _combine(values, stderrs, [float(n) for n in sizes])
+    return out
 
 
 def build_results(
@@ -80,10 +130,12 @@ def build_results(
     wall_seconds: float,
     ledger: dict | None = None,
     run_seconds: float | None = None,
+    suites: dict[str, list[str] | tuple[str, ...]] | None = None,
     **extra: Any,
 ) -> dict:
     """The one results builder (eval runs and training runs): the schema above, provenance
-    filled in (git commit, package versions); ``extra`` adds a training run's fields."""
+    filled in (git commit, package versions); ``suites`` ({name: task names}, each task in
+    ``tasks``) get their averages; ``extra`` adds a training run's fields."""
     from dapo_bench.provenance import git_commit, package_versions
 
     prov = {"git_commit": git_commit(), "packages": package_versions(),
@@ -92,7 +144,9 @@ def build_results(
         prov["run_seconds"] = round(run_seconds, 2)
     return {"schema_version": SCHEMA_VERSION, "run_id": run_id, "kind": kind, "method": method,
             "model": model, "backend": backend, "seed": seed, "sampling": sampling,
-            "tasks": tasks, "ledger": ledger, "config": config, **extra, "provenance": prov}
+            "tasks": tasks,
+            "suites": {name: suite_summary(tasks, names) for name, names in (suites or {}).items()},
+            "ledger": ledger, "config": config, **extra, "provenance": prov}
 
 
 def now_utc() -> str:

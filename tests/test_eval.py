@@ -189,13 +189,14 @@ def test_cli_eval(tiny_model, tmp_path, monkeypatch):
     from dapo_bench.cli import app
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    args = ["eval", "--task", "arith", "--model", tiny_model, "--limit", "3",
+    args = ["eval", "--tasks", "arith", "--model", tiny_model, "--limit", "3",
             "--max-new-tokens", "8", "--out", str(tmp_path), "--run-id", "cli", "--quiet"]
     out = CliRunner().invoke(app, args)
     assert out.exit_code == 0, out.output
     assert "arith" in out.stdout and "acc %" in out.stdout
     assert load_results(tmp_path / "cli" / "results.json")["tasks"]["arith"]["n_problems"] == 3
-    # The installed command: a user error is one line on stderr and exit status 2.
-    bad = subprocess.run(["dapo-bench", "eval", "--task", "nope"], check=False,
+    # A user error is one line on stderr and exit status 2.
+    bad = subprocess.run([sys.executable, "-m", "dapo_bench.cli", "eval", "--tasks", "nope"],
+                         check=False,
                          capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and bad.stderr.startswith("error: unknown task 'nope'")

@@ -37,6 +37,10 @@ def test_suite_limit5_writes_valid_results(suite, tiny_model, tmp_path, monkeypa
         assert 0.0 <= t["metrics"]["acc"]["value"] <= 1.0
         assert sum(t["reasons"].values()) == 5
         assert t["source"].startswith(str(DATA))
+        assert t["n_problems_total"] > 5 and len(t["rows_hash"]) == 16
+    avg = res["suites"][suite]
+    assert avg["tasks"] == names and avg["n_problems"] == 5 * len(names)
+    assert set(avg["macro"]) == {"acc"} == set(avg["micro"])
 
 
 class Canned:

@@ -96,4 +96,6 @@ def test_task_metrics_by_hand():
 def test_ks_and_breakdown():
     assert ks_for(1) == [1] and ks_for(8) == [1, 2, 4, 8] and ks_for(6) == [1, 2, 4, 6]
     b = breakdown([{"type": "A"}, {"type": "B"}, {"type": "A"}, {}], [1.0, 0.0, 0.0, 1.0])
-    assert b == {"type": {"A": {"n": 2, "acc": 0.5}, "B": {"n": 1, "acc": 0.0}}}
+    se = b["type"]["A"].pop("stderr")
+    assert se == pytest.approx(bootstrap_stderr([1.0, 0.0])) and 0.2 < se < 0.5
+    assert b == {"type": {"A": {"n": 2, "acc": 0.5}, "B": {"n": 1, "acc": 0.0, "stderr": None}}}

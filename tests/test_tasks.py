@@ -32,8 +32,10 @@ EXPECTED = {
 
 
 @pytest.fixture(autouse=True)
-def _offline(monkeypatch):
+def _offline(monkeypatch, tmp_path):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("DAPO_BENCH_OFFLINE", "1")  # origin downloads (source.url) too
+    monkeypatch.setenv("DAPO_BENCH_CACHE", str(tmp_path / "cache"))
     monkeypatch.delenv("DAPO_BENCH_DATA_DIR", raising=False)
 
 
@@ -111,8 +113,8 @@ def test_offline_without_local_copy_names_file_and_flag():
         load_task("gsm8k")
     msg = str(e.value)
     assert "openai/gsm8k" in msg and "--data-dir" in msg and "math/gsm8k.jsonl" in msg
-    with pytest.raises(UserError, match="--data-file"):
-        load_task("leetcode")  # no hub source: only a local file will do
+    with pytest.raises(UserError, match="DAPO_BENCH_OFFLINE.*--data-file"):
+        load_task("leetcode")  # an origin download, refused offline when not cached
 
 
 def test_data_dir_errors(tmp_path):

@@ -11,12 +11,18 @@ from typing import Annotated
 
 import typer
 
+from dapo_bench.commands.common import examples
+
+EXAMPLES = examples(
+    "dapo-bench audit runs/RUN_ID                       # a table; exit 1 unless all exact",
+    "dapo-bench audit runs/RUN_ID --json --no-reencode",
+)
 
 def register(app: typer.Typer) -> None:
-    @app.command("audit")
+    @app.command("audit", epilog=EXAMPLES)
     def audit_cmd(
         run_dir: Annotated[Path, typer.Argument(help="a DAPO run directory (runs/<id>)")],
-        as_json: Annotated[bool, typer.Option("--json", help="print JSON, not a table")] = False,
+        as_json: Annotated[bool, typer.Option("--json/--no-json", help="print JSON, not a table")] = False,
         reencode: Annotated[bool, typer.Option(
             help="also count actions that re-encoding their text would change (loads the "
                  "run's tokenizer)")] = True,

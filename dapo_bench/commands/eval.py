@@ -7,28 +7,37 @@ from typing import Annotated
 
 import typer
 
+from dapo_bench.commands.common import MAX_NEW_TOKENS_HELP, NAMES, examples, split_names
+
 Opt = typer.Option
+EXAMPLES = examples(
+    "dapo-bench eval --tasks arith --limit 20          # the embedded toy, offline, seconds",
+    "dapo-bench eval --suite math --model Qwen/Qwen2.5-Math-1.5B-Instruct --limit 100",
+    "dapo-bench eval --tasks gsm8k,math500 --model ./my-model --n 8 --temperature 0.6",
+)
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("eval")
+    @app.command("eval", epilog=EXAMPLES)
     def eval_cmd(
-        suite: Annotated[str | None, Opt("--suite", "-s", help="math | code | arith | all")] = None,
-        task: Annotated[list[str] | None, Opt("--task", "-t", help="task name (repeat)")] = None,
+        suite: Annotated[str | None, Opt(
+            "--suite", help="a suite of tasks: math | code | arith | all (see 'dapo-bench list')")] = None,
+        tasks: Annotated[list[str] | None, Opt(
+            "--tasks", metavar=NAMES, help="tasks, comma-separated or repeated")] = None,
         model: Annotated[str | None, Opt(
-            "--model", "-m", help="model directory or hub id (default: the tasks' default_model, "
+            "--model", help="model directory or hub id (default: the tasks' default_model, "
             "e.g. arith's shipped policy)")] = None,
         backend: Annotated[str, Opt(help="generator backend: hf | vllm")] = "hf",
         n: Annotated[int, Opt("--n", help="samples per problem (n > 1 needs --temperature)")] = 1,
         temperature: Annotated[float, Opt(help="0 = greedy")] = 0.0,
         top_p: Annotated[float, Opt("--top-p", help="nucleus sampling mass")] = 1.0,
         max_new_tokens: Annotated[int | None, Opt(
-            "--max-new-tokens", help="default: each task's own (tasks/*.yaml)")] = None,
+            "--max-new-tokens", help=MAX_NEW_TOKENS_HELP)] = None,
         limit: Annotated[int | None, Opt(help="first N problems of each task")] = None,
         data_dir: Annotated[Path | None, Opt(
             "--data-dir", help="local benchmark files: DIR/math/gsm8k.jsonl, DIR/code/...")] = None,
         data_file: Annotated[list[str] | None, Opt(
-            "--data-file", help="TASK=PATH: a task's JSONL/JSON/parquet file (repeat)")] = None,
+            "--data-file", metavar="TASK=PATH", help="TASK=PATH: a task's JSONL/JSON/parquet file (repeat)")] = None,
         out: Annotated[Path, Opt("--out", help="parent directory of run dirs")] = Path("runs"),
         run_id: Annotated[str | None, Opt(
             "--run-id", help="run directory name; reuse one to resume it")] = None,
@@ -36,7 +45,7 @@ def register(app: typer.Typer) -> None:
         batch_size: Annotated[int, Opt("--batch-size", help="generator batch (rows)")] = 64,
         threads: Annotated[int | None, Opt(
             "--threads", help="hf: torch threads (default 1 for the arith reference policy)")] = None,
-        quiet: Annotated[bool, Opt("--quiet", "-q", help="plain log lines, no bars")] = False,
+        quiet: Annotated[bool, Opt(help="plain log lines, no progress bars")] = False,
     ) -> None:
         """Evaluate a model: runs/<run-id>/results.json + samples.jsonl (rerun to resume)."""
         from rich.console import Console
@@ -46,7 +55,7 @@ def register(app: typer.Typer) -> None:
         from dapo_bench.eval.report import summary_table
         from dapo_bench.tasks import resolve_tasks
 
-        names = resolve_tasks(suite, task or ())
+        names = resolve_tasks(suite, split_names(tasks, "--tasks"))
         files = {}
         for item in data_file or ():
             name, sep, path = item.partition("=")

@@ -12,9 +12,16 @@ from pathlib import Path
 
 import typer
 
+from dapo_bench.commands.common import examples
+
+EXAMPLES = examples(
+    "dapo-bench leaderboard                            # every leaderboards/*.yaml, in place",
+    "dapo-bench leaderboard leaderboards/arith.yaml --runs runs --out /tmp/board",
+    "dapo-bench leaderboard leaderboards/math.yaml --no-plots",
+)
 
 def register(app: typer.Typer) -> None:
-    @app.command("leaderboard")
+    @app.command("leaderboard", epilog=EXAMPLES)
     def leaderboard_cmd(
         specs: list[Path] | None = typer.Argument(  # noqa: B008 (typer's idiom)
             None, help="leaderboard specs (default: leaderboards/*.yaml)"),
@@ -23,8 +30,8 @@ def register(app: typer.Typer) -> None:
             "(default: the spec's inputs.dir)"),
         out: Path | None = typer.Option(  # noqa: B008
             None, "--out", help="write outputs here (default: beside each spec)"),
-        no_plots: bool = typer.Option(False, "--no-plots", help="skip the PNG plots"),
-        quiet: bool = typer.Option(False, "--quiet", "-q", help="only warnings and errors"),
+        plots: bool = typer.Option(True, help="draw the PNG plots"),
+        quiet: bool = typer.Option(False, help="only warnings and errors"),
     ) -> None:
         """Render leaderboard tables (md, tex, csv) and plots (png) from result files.
 
@@ -41,7 +48,7 @@ def register(app: typer.Typer) -> None:
         if not paths:
             raise UserError("no leaderboard specs given and none in leaderboards/*.yaml")
         for spec in paths:
-            res = render(spec, runs, out, draw_plots=not no_plots)
+            res = render(spec, runs, out, draw_plots=plots)
             for s in res.skipped:
                 err.print(f"[yellow]warning[/yellow]: {escape(str(spec))}: skipped "
                           f"{escape(s.path)}: {escape(s.reason)}")

@@ -6,6 +6,12 @@ import importlib
 
 import typer
 
+from dapo_bench.commands.common import examples
+
+EXAMPLES = examples(
+    "dapo-bench list                                   # every plug-point and what is registered",
+    "dapo-bench list | grep -A8 'tasks (TASKS)'",
+)
 # (module, attribute) of every registry of the project (a test checks that none is missing);
 # each is shown under its plug-point's name (``Registry.kind``).
 REGISTRIES = (
@@ -26,7 +32,7 @@ REGISTRIES = (
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("list")
+    @app.command("list", epilog=EXAMPLES)
     def list_cmd() -> None:
         """Show what is registered at every plug-point (verifiers, tasks, backends, methods, ...)."""
         from rich.console import Console

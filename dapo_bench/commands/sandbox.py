@@ -12,15 +12,21 @@ import sys
 
 import typer
 
+from dapo_bench.commands.common import examples
+
+EXAMPLES = examples(
+    "dapo-bench sandbox check                          # a table of the layers; exit 0 = isolated",
+    "dapo-bench sandbox check --json",
+)
 
 def register(app: typer.Typer) -> None:
     sandbox = typer.Typer(help="The code sandbox: check its containment layers.",
-                          no_args_is_help=True)
+                          no_args_is_help=True, rich_markup_mode=None, epilog=EXAMPLES)
     app.add_typer(sandbox, name="sandbox")
 
-    @sandbox.command("check")
+    @sandbox.command("check", epilog=EXAMPLES)
     def check_cmd(
-        as_json: bool = typer.Option(False, "--json", help="print JSON instead of a table"),
+        as_json: bool = typer.Option(False, "--json/--no-json", help="print JSON instead of a table"),
     ) -> None:
         """Print which sandbox layers are active on this machine, and why."""
         from rich.console import Console

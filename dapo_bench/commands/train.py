@@ -14,31 +14,43 @@ from typing import Annotated
 import typer
 from typer import Option as Opt
 
+from dapo_bench.commands.common import MAX_NEW_TOKENS_HELP, NAMES, examples, split_names
+from dapo_bench.methods import METHOD_NAMES
+
+EXAMPLES = examples(
+    "dapo-bench train --method dapo                  # DAPO on the embedded toy, offline, CPU",
+    "dapo-bench train --method grpo --no-control --eval-limit 50",
+    "dapo-bench train --method dapo --model Qwen/Qwen2.5-Math-7B-Instruct --task math_train",
+)
+
 
 def register(app: typer.Typer) -> None:
-    @app.command("train")
+    @app.command("train", epilog=EXAMPLES)
     def train_cmd(
-        method: Annotated[str, Opt("--method", "-m",
-                                   help="training method; 'dapo' = DAPO (Liu et al., step-level)")],
+        method: Annotated[str, Opt(
+            "--method", help=f"training method: {' | '.join(METHOD_NAMES)} ('dapo' = DAPO of Liu "
+            "et al., step-level; 'dapo-bench list' describes each)")],
         model: Annotated[str | None, Opt(
             help="reference policy dir or hub id (arith default: the shipped toy policy)")] = None,
         task: Annotated[str, Opt(help="training task NAME or NAME:SPLIT")] = "arith",
-        eval_tasks: Annotated[str | None, Opt(
-            help="comma-separated eval tasks (default: arith -> arith,arith_ood)")] = None,
-        eval_limit: Annotated[int | None, Opt(help="first N problems per eval task")] = None,
+        eval_tasks: Annotated[list[str] | None, Opt(
+            metavar=NAMES, help="eval tasks, comma-separated or repeated (default: the task's "
+            "own, e.g. arith -> arith,arith_ood)")] = None,
+        eval_limit: Annotated[int | None, Opt(
+            help="first N problems of each eval task (eval's --limit)")] = None,
         eval_max_new_tokens: Annotated[int | None, Opt(
-            help="greedy eval cap on new tokens (default: each task's own)")] = None,
+            help="greedy eval " + MAX_NEW_TOKENS_HELP)] = None,
         config: Annotated[Path | None, Opt("--config", help="YAML method config")] = None,
         preset: Annotated[str | None, Opt(
             help="config preset (default: toy for arith, else default = paper)")] = None,
         set_: Annotated[list[str] | None, Opt(
-            "--set", help="config override key=value (repeat)")] = None,
-        beta: Annotated[float | None, Opt(help="DAPO KL weight beta (paper 0.01)")] = None,
+            "--set", metavar="KEY=VALUE", help="config override (repeat)")] = None,
+        beta: Annotated[float | None, Opt(help="dapo only: KL weight beta (paper 0.01)")] = None,
         n_rollouts: Annotated[int | None, Opt(
-            help="responses kept per problem, balanced (paper n=6)")] = None,
+            help="dapo only: responses kept per problem, balanced (paper n=6)")] = None,
         mc_samples: Annotated[int | None, Opt(
-            help="Monte Carlo completions per state (paper m=16)")] = None,
-        iterations: Annotated[int | None, Opt(help="DAPO iterations")] = None,
+            help="dapo only: Monte Carlo completions per state (paper m=16)")] = None,
+        iterations: Annotated[int | None, Opt(help="dapo only: iterations")] = None,
         budget_flops: Annotated[float | None, Opt(
             help="stop training when the ledger reaches these FLOPs")] = None,
         control: Annotated[bool, Opt(
@@ -55,7 +67,7 @@ def register(app: typer.Typer) -> None:
         threads: Annotated[int | None, Opt(
             help="CPU torch threads (default: the task's, e.g. 1 for arith's tiny policy; "
                  "else up to 2)")] = None,
-        quiet: Annotated[bool, Opt("--quiet", "-q", help="plain log lines, no bars")] = False,
+        quiet: Annotated[bool, Opt(help="plain log lines, no progress bars")] = False,
     ) -> None:
         """Train a policy with a registered method (DAPO = Liu et al., step-level, offline)."""
         import torch
@@ -68,7 +80,7 @@ def register(app: typer.Typer) -> None:
             "iterations": iterations})
         opts = RunOptions(
             model=model, task=task,
-            eval_tasks=tuple(t for t in (eval_tasks or "").split(",") if t),
+            eval_tasks=tuple(split_names(eval_tasks, "--eval-tasks")),
             eval_limit=eval_limit, eval_max_new_tokens=eval_max_new_tokens, backend=backend,
             deepspeed=deepspeed, offload=offload, bf16=bf16,
             budget_flops=budget_flops, control=control, seed=seed, out=str(out),

@@ -21,25 +21,32 @@ from typing import Annotated
 
 import typer
 
+from dapo_bench.commands.common import examples
+
+EXAMPLES = examples(
+    "dapo-bench verify preds.jsonl                     # math: fields prediction, gold",
+    "dapo-bench verify preds.jsonl --explain --out verdicts.jsonl",
+    "dapo-bench verify programs.jsonl --verifier code --workers 2",
+)
 
 def register(app: typer.Typer) -> None:
-    @app.command("verify")
+    @app.command("verify", epilog=EXAMPLES)
     def verify_cmd(
         file: Annotated[Path, typer.Argument(help="JSONL input, one object a line")],
         verifier: Annotated[
-            str, typer.Option("--verifier", "-v", help="a registered verifier")
+            str, typer.Option(help="a registered verifier: math | code (see 'dapo-bench list')")
         ] = "math",
         prediction_field: Annotated[str | None, typer.Option(
             help="field holding the prediction (default: 'prediction'; code: 'program')")] = None,
         gold_field: Annotated[str | None, typer.Option(
             help="field holding the gold answer (default: 'gold'; code: 'tests')")] = None,
-        out: Annotated[Path | None, typer.Option("--out", "-o", help="write JSONL here")] = None,
+        out: Annotated[Path | None, typer.Option(help="write JSONL here (default: stdout)")] = None,
         timeout: Annotated[float | None, typer.Option(
             help="seconds per item (verifier's default)")] = None,
         workers: Annotated[int | None, typer.Option(
             help="worker processes (default: all cores)")] = None,
         explain: Annotated[bool, typer.Option(
-            "--explain", help="math: add how the answer was found and which rule decided")] = False,
+            help="math: add how the answer was found and which rule decided")] = False,
     ) -> None:
         """Verify predictions against gold answers (math) or tests (code)."""
         from dapo_bench.errors import UserError

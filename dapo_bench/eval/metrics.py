@@ -106,13 +106,16 @@ def task_metrics(
     return out
 
 
-def breakdown(subjects: list[dict[str, str]], scores: list[float]) -> dict[str, dict]:
-    """Per subject field and value: problem count and mean score."""
+def breakdown(subjects: list[dict[str, str]], scores: list[float],
+              B: int = DEFAULT_B) -> dict[str, dict]:
+    """Per subject field and value: problem count, mean score and its bootstrap stderr (over
+    that value's problems; None for a single problem)."""
     acc: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     for subj, s in zip(subjects, scores):
         for field, value in subj.items():
             acc[field][value].append(s)
     return {
-        f: {v: {"n": len(xs), "acc": float(np.mean(xs))} for v, xs in sorted(vals.items())}
+        f: {v: {"n": len(xs), "acc": float(np.mean(xs)), "stderr": bootstrap_stderr(xs, B)}
+            for v, xs in sorted(vals.items())}
         for f, vals in sorted(acc.items())
     }

@@ -43,6 +43,9 @@ def task_result(task: Any, rows: list[dict], verifier: dict, max_new_tokens: int
         "split": task.split,
         "max_new_tokens": max_new_tokens,
         "n_problems": len(rows),
+        # the task's full size (before --limit) and a digest of the rows used (io.rows_digest)
+        "n_problems_total": task.n_total if task.n_total is not None else len(rows),
+        "rows_hash": task.rows_hash,
         "n_samples": sum(len(p) for p in passed),
         "generated_tokens": sum(s["n_tokens"] for r in rows for s in r["samples"]),
         "seconds": round(seconds, 3),
@@ -78,4 +81,7 @@ def summary_table(results: dict) -> Any:
             f"{pk}: {_fmt(m[pk])}" if pk else "-", f"{mk}: {_fmt(m[mk])}" if mk else "-",
             str(t["generated_tokens"]), f"{t['seconds']:.1f}",
         )
+    for name, su in (results.get("suites") or {}).items():  # mean over the suite's tasks
+        table.add_row(f"{name} (macro mean)", str(su["n_problems"]), _fmt(su["macro"].get("acc")),
+                      "", "", "", "")
     return table

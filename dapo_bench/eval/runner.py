@@ -8,7 +8,8 @@ Problems go to the generator in chunks of ``chunk`` prompts; each chunk's comple
 verified and appended to ``samples.jsonl`` before the next chunk starts, so a killed run loses
 at most one chunk of work and a rerun with the same run directory and settings generates only
 what is missing (the hf backend's per-sample seeds do not depend on batching, so resumed runs
-give the same samples). ``results.json`` is written at the end (schema: dapo_bench.results).
+give the same samples). ``results.json`` is written at the end (schema: dapo_bench.results),
+with the average of every registered suite whose tasks all ran.
 
 Several ranks (``torchrun``): chunk k of a task's pending problems is generated and verified by
 rank ``k % world`` (each rank with its own generator, on its own GPU where there are GPUs);
@@ -39,6 +40,14 @@ def default_run_id(tasks: list[str], model: str, suite: str | None = None) -> st
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
     what = suite or ("-".join(tasks) if len(tasks) <= 2 else f"{len(tasks)}tasks")
     return f"{stamp}-{what}-{Path(str(model).rstrip('/')).name or 'model'}"
+
+
+def covered_suites(names: list[str]) -> dict[str, tuple[str, ...]]:
+    """The registered suites all of whose tasks are in ``names`` (results give their average)."""
+    from dapo_bench.tasks import SUITES
+
+    have = set(names)
+    return {e.name: e.obj for e in SUITES if e.obj and set(e.obj) <= have}
 
 
 def _sample_row(task: Task, problem, prompt: str, comps, verdicts) -> dict:
@@ -162,7 +171,7 @@ def evaluate(
         # max_new_tokens: the flag, or the largest per-task default (each task block has its own)
         sampling={"n": n, "temperature": temperature, "top_p": top_p,
                   "max_new_tokens": max_new_tokens or max(mnt.values())},
-        tasks=task_results,
+        tasks=task_results, suites=covered_suites(names),
         config={**(config or {}), "limit": limit,
                 "data_dir": str(data_dir) if data_dir else None, "chunk": chunk},
         started_at=started, wall_seconds=time.perf_counter() - t_start,

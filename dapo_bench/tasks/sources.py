@@ -1,4 +1,5 @@
-"""Reading a task's rows: a local file, a ``--data-dir``, a built-in generator, or the Hub.
+"""Reading a task's rows: a local file, a ``--data-dir``, a built-in generator, the Hub, or a
+pinned download from the benchmark's origin repository.
 
 Resolution order for a task (first that applies wins):
 
@@ -6,14 +7,16 @@ Resolution order for a task (first that applies wins):
 2. ``data_dir`` (or the ``DAPO_BENCH_DATA_DIR`` environment variable): ``DIR/<source.file>``,
    e.g. ``DIR/math/gsm8k.jsonl``; a missing file is an error (no silent fall-through);
 3. a built-in generator (the embedded ``arith`` task): no files at all;
-4. the Hugging Face Hub through ``datasets.load_dataset`` (id, config, split of the spec).
+4. the Hugging Face Hub through ``datasets.load_dataset`` (id, config, split, revision; the id
+   may be a local directory in hub format, e.g. a ``huggingface-cli download`` snapshot);
+5. ``url``: the origin's file at a pinned commit, sha256-checked and cached (``tasks.download``).
 
 With a local file, ``HF_HUB_OFFLINE``/``HF_DATASETS_OFFLINE`` are set so that nothing touches
 the network. When the Hub is offline (``HF_HUB_OFFLINE=1``) or unreachable, the error names the
 file to put under ``--data-dir`` or the flag to pass; it never waits on the network for long
 (``HF_HUB_ETAG_TIMEOUT``/``HF_HUB_DOWNLOAD_TIMEOUT`` are capped at 10 s unless set).
 
-Not covered: streaming, remote files other than the Hub, caching converted copies.
+Not covered: streaming, caching converted copies.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from typing import Any
 
 from dapo_bench.errors import UserError
 from dapo_bench.io import read_json, read_jsonl
-from dapo_bench.tasks.spec import HubSource, TaskSpec
+from dapo_bench.tasks.spec import HubSource, TaskSpec, UrlSource
 
 DATA_DIR_ENV = "DAPO_BENCH_DATA_DIR"
 
@@ -74,16 +77,19 @@ def _hint(spec: TaskSpec) -> str:
 
 def load_hub(spec: TaskSpec, hub: HubSource) -> list[dict]:
     where = f"{hub.path}" + (f" ({hub.name})" if hub.name else "") + f" split {hub.split!r}"
-    if os.environ.get("HF_HUB_OFFLINE", "") not in ("", "0") or os.environ.get(
+    if hub.revision:
+        where += f" revision {hub.revision}"
+    local = Path(hub.path).expanduser().is_dir()  # a hub-format snapshot on disk
+    if not local and (os.environ.get("HF_HUB_OFFLINE", "") not in ("", "0") or os.environ.get(
         "HF_DATASETS_OFFLINE", ""
-    ) not in ("", "0"):
+    ) not in ("", "0")):
         raise UserError(f"task {spec.name}: offline and no local copy of {where}; {_hint(spec)}")
     os.environ.setdefault("HF_HUB_ETAG_TIMEOUT", "10")
     os.environ.setdefault("HF_HUB_DOWNLOAD_TIMEOUT", "10")
     import datasets
 
     try:
-        ds = datasets.load_dataset(hub.path, hub.name, split=hub.split)
+        ds = datasets.load_dataset(hub.path, hub.name, split=hub.split, revision=hub.revision)
     except Exception as e:  # noqa: BLE001 - network, auth, missing config: all user-fixable
         msg = str(e).splitlines()[0][:200] if str(e) else ""
         raise UserError(
@@ -91,6 +97,19 @@ def load_hub(spec: TaskSpec, hub: HubSource) -> list[dict]:
             f"({type(e).__name__}: {msg}); {_hint(spec)}"
         ) from None
     return [dict(r) for r in ds]
+
+
+def load_url(spec: TaskSpec, src: UrlSource) -> tuple[list[dict], dict, str]:
+    """Rows of a pinned origin file (downloaded and cached on first use), field overrides, and
+    the origin URL as the rows' description."""
+    from dapo_bench.tasks.download import fetch
+
+    local = fetch(spec.name, src)
+    try:
+        rows = read_file(local)
+    except UserError as e:
+        raise UserError(f"task {spec.name}: {src.url}: {e}") from None
+    return rows, dict(src.fields), src.url
 
 
 def load_builtin(spec: TaskSpec, split: str | None) -> list[dict]:
@@ -140,6 +159,8 @@ def load_rows(
 
             hub = replace(hub, split=split)
         return load_hub(spec, hub), dict(hub.fields), f"hf:{hub.path}"
+    if spec.source.url is not None:
+        return load_url(spec, spec.source.url)
     raise UserError(f"task {spec.name}: no data source; {_hint(spec)}")
 
 

@@ -1,7 +1,7 @@
 """Task specs: the declarative YAML files under ``tasks/`` (installed as dapo_bench.task_specs).
 
-A spec names the source of a benchmark (Hugging Face id/config/split, a local file relative to
-``--data-dir``, or a built-in generator), the field mapping, the gold preprocessing, the prompt
+A spec names the source of a benchmark (Hugging Face id/config/split/revision, a pinned download
+from the origin repository, a local file relative to ``--data-dir``, or a built-in generator), the field mapping, the gold preprocessing, the prompt
 (chat template with system/user text, or a raw template), the verifier and its options, the
 metrics and the subject fields for breakdowns. It is parsed into frozen dataclasses; a bad spec
 raises UserError naming the file and the field. A spec's ``hash`` covers its file bytes and the
@@ -13,6 +13,7 @@ Not covered here: reading data (see ``sources``) and scoring (see ``task``).
 from __future__ import annotations
 
 import importlib
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ from dapo_bench.io import read_yaml_mapping
 from dapo_bench.provenance import hash_bytes
 
 METRIC_KINDS = ("acc", "pass@k", "maj@k")
+_SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
 @dataclass(frozen=True)
@@ -33,12 +35,28 @@ class HubSource:
     path: str
     name: str | None = None
     split: str = "test"
+    revision: str | None = None  # a commit of the dataset repository (None: its main branch)
+    license: str | None = None
+    fields: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class UrlSource:
+    """A file downloaded from the benchmark's origin repository at a pinned commit, checked
+    against ``sha256`` and cached under the user cache dir (see ``tasks.download``). Its format
+    is the URL's suffix (.jsonl, .json, .parquet); rows are as the origin ships them, so the
+    task's ``fields`` map them (the same bytes as a ``--data-dir`` copy of ``file``)."""
+
+    url: str
+    sha256: str
+    license: str
     fields: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
 class Source:
     hf: HubSource | None = None
+    url: UrlSource | None = None
     file: str | None = None  # relative to --data-dir, e.g. "math/gsm8k.jsonl"
     builtin: str | None = None  # "module:function(split, n=None) -> list[dict]"
     split: str | None = None  # default split of a builtin source
@@ -178,8 +196,16 @@ def _replace(spec: TaskSpec, **kw: Any) -> TaskSpec:
 
 def _check(spec: TaskSpec, path: Path) -> None:
     src = spec.source
-    if not (src.hf or src.file or src.builtin):
-        raise UserError(f"{path}: source needs at least one of hf, file, builtin")
+    if not (src.hf or src.url or src.file or src.builtin):
+        raise UserError(f"{path}: source needs at least one of hf, url, file, builtin")
+    if src.url is not None:
+        u = src.url
+        if not u.url.startswith(("https://", "file://")):
+            raise UserError(f"{path}: source.url.url must start with https:// or file://")
+        if not _SHA256.fullmatch(u.sha256):
+            raise UserError(f"{path}: source.url.sha256 must be 64 lowercase hex digits")
+        if Path(u.url.split("?")[0]).suffix.lower() not in (".jsonl", ".json", ".parquet"):
+            raise UserError(f"{path}: source.url.url must end in .jsonl, .json or .parquet")
     if spec.prompt.style not in ("chat", "raw"):
         raise UserError(f"{path}: prompt.style must be 'chat' or 'raw', got {spec.prompt.style!r}")
     if spec.answer not in ("math", "code"):

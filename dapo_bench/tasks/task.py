@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dapo_bench.errors import UserError
+from dapo_bench.io import rows_digest
 from dapo_bench.tasks.golds import make_gold
 from dapo_bench.tasks.sources import load_rows
 from dapo_bench.tasks.spec import TaskSpec, resolve_template
@@ -53,8 +54,10 @@ def _present(v: Any) -> bool:
 class Task:
     spec: TaskSpec
     problems: list[Problem]
-    origin: str  # where the rows came from (file path, hub id, builtin)
+    origin: str  # where the rows came from (file path, hub id, URL, builtin)
     split: str | None = None
+    n_total: int | None = None  # rows in the source before --limit (None: not known)
+    rows_hash: str | None = None  # io.rows_digest of the rows used (after --limit)
 
     @property
     def name(self) -> str:
@@ -141,9 +144,10 @@ class Task:
 
 def build_problems(spec: TaskSpec, rows: list[dict], origin: str, overrides: dict) -> list[Problem]:
     f = spec.fields
-    question_fields = tuple(overrides.get("question", f.question))
-    if isinstance(question_fields, str):
-        question_fields = (question_fields,)
+    question_fields = overrides.get("question", f.question)
+    # a hub override may name one field ("problem"): never split it into characters
+    question_fields = (question_fields,) if isinstance(question_fields, str) else tuple(
+        question_fields)
     gold_field = overrides.get("gold", f.gold)
     id_field = overrides.get("id", f.id)
     subject_fields = {s: overrides.get(s, s) for s in f.subjects}
@@ -181,6 +185,7 @@ def load_task(
 
     spec: TaskSpec = TASKS.get(name)
     rows, overrides, origin = load_rows(spec, path=path, data_dir=data_dir, split=split)
+    n_total = len(rows)
     if limit is not None:
         if limit < 1:
             raise UserError(f"--limit must be at least 1, got {limit}")
@@ -188,4 +193,5 @@ def load_task(
     problems = build_problems(spec, rows, origin, overrides)
     if not problems:
         raise UserError(f"task {name}: {origin} has no problems")
-    return Task(spec, problems, origin, split or spec.source.split)
+    return Task(spec, problems, origin, split or spec.source.split, n_total=n_total,
+                rows_hash=rows_digest(rows))

@@ -1,0 +1,140 @@
+"""The CLI as one interface: the conventions of ``dapo_bench.commands.common`` hold for every
+sub-command of the built CLI (adding a command that breaks one fails here)."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+import pytest
+import typer.main
+from typer.testing import CliRunner
+
+from dapo_bench import __version__
+from dapo_bench.cli import app
+from dapo_bench.commands.common import split_names
+from dapo_bench.errors import UserError
+
+CLI = [sys.executable, "-m", "dapo_bench.cli"]
+
+
+def _commands():
+    """(path, click command) of every leaf command, e.g. (("sandbox", "check"), cmd)."""
+    out = []
+
+    def walk(cmd, path):
+        subs = getattr(cmd, "commands", None)
+        if subs:
+            for name, sub in subs.items():
+                walk(sub, (*path, name))
+        else:
+            out.append((path, cmd))
+
+    walk(typer.main.get_command(app), ())
+    return out
+
+
+COMMANDS = _commands()
+IDS = [" ".join(p) for p, _ in COMMANDS]
+
+
+def _help(path) -> str:
+    res = CliRunner().invoke(app, [*path, "-h"], terminal_width=100)
+    assert res.exit_code == 0, res.output
+    return res.output
+
+
+def test_every_command_is_found():
+    assert {"list", "verify", "eval", "train", "leaderboard", "audit", "sandbox check"} <= set(IDS)
+
+
+@pytest.mark.parametrize(("path", "cmd"), COMMANDS, ids=IDS)
+def test_no_short_flags_but_h(path, cmd):
+    """Long flags only (as lm-eval, vLLM and TRL): `-m` meant --model in eval and --method in
+    train before; the one short flag is -h."""
+    for p in cmd.params:
+        for flag in (*p.opts, *p.secondary_opts):
+            if flag.startswith("-") and not flag.startswith("--"):
+                assert flag == "-h", f"{' '.join(path)}: short flag {flag}"
+    assert "-h, --help" in _help(path)
+
+
+@pytest.mark.parametrize(("path", "cmd"), COMMANDS, ids=IDS)
+def test_help_ends_with_examples(path, cmd):
+    text = _help(path).rstrip()
+    _, sep, tail = text.rpartition("Examples:")
+    assert sep, f"{' '.join(path)} -h has no examples"
+    lines = [ln.strip() for ln in tail.strip().splitlines()]
+    assert 2 <= len(lines) <= 3, lines
+    for ln in lines:
+        assert ln.startswith("dapo-bench " + " ".join(path)), ln
+
+
+@pytest.mark.parametrize(("path", "cmd"), COMMANDS, ids=IDS)
+def test_switches_are_switches(path, cmd):
+    """A boolean is --x/--no-x (or a lone switch), never `--x <bool>` taking a value."""
+    for p in cmd.params:
+        if getattr(p, "is_bool_flag", False) or getattr(p, "type", None) is bool:
+            assert p.is_flag, f"{p.opts} takes a value"
+    assert "<bool>" not in _help(path)
+
+
+def test_version_prints_the_package_version():
+    import importlib.metadata
+
+    out = subprocess.run([*CLI, "--version"], capture_output=True, text=True, check=True)
+    assert out.stdout == f"dapo-bench {__version__}\n"
+    assert importlib.metadata.version("dapo-bench") == __version__
+
+
+def test_usage_errors_are_one_line():
+    for args, want in ((["eval", "--bogus"], "No such option: --bogus"),
+                       (["eval", "--limit", "x"], "'--limit'"),
+                       (["nosuch"], "No such command 'nosuch'"),
+                       (["eval", "-m", "x"], "No such option: -m")):
+        p = subprocess.run([*CLI, *args], check=False, capture_output=True, text=True, timeout=60)
+        assert p.returncode == 2, (args, p.stderr)
+        assert p.stderr.count("\n") == 1 and p.stderr.startswith("error: "), p.stderr
+        assert want in p.stderr and "-h'" in p.stderr, p.stderr
+
+
+def test_name_lists_are_comma_separated_or_repeated():
+    assert split_names(["gsm8k,math500", "arith"], "--tasks") == ["gsm8k", "math500", "arith"]
+    assert split_names("a, b,a", "--eval-tasks") == ["a", "b"]
+    assert split_names(None, "--tasks") == []
+    with pytest.raises(UserError, match=r"--tasks 'a,,b': empty name"):
+        split_names(["a,,b"], "--tasks")
+
+
+def test_eval_and_train_spell_the_same_ideas_alike():
+    eval_help, train_help = _help(("eval",)), _help(("train",))
+    for flag in ("--tasks", "--limit", "--max-new-tokens"):
+        assert flag in eval_help
+        assert "--eval-" + flag[2:] in train_help
+    assert "--model" in eval_help and "--model" in train_help
+    for text in (eval_help, train_help):  # --max-new-tokens 0 is documented
+        assert re.search(r"0 or unset\s+=\s+each task's\s+own", text), text
+
+
+def test_train_method_help_lists_the_methods():
+    from dapo_bench.methods import METHOD_NAMES, METHODS
+
+    assert sorted(METHOD_NAMES) == METHODS.names()
+    assert " | ".join(METHOD_NAMES) in re.sub(r"\s+", " ", _help(("train",)))
+
+
+def test_method_specific_flags_say_and_check_which_methods_take_them(tmp_path):
+    from dapo_bench.methods import METHODS
+
+    train = dict(COMMANDS)[("train",)]
+    for flag in ("beta", "n_rollouts", "mc_samples", "iterations"):
+        takers = [e.name for e in METHODS if flag in e.obj.flags]
+        param = next(p for p in train.params if p.name == flag)
+        assert param.help.startswith(f"{' '.join(takers)} only: "), param.help
+    p = subprocess.run([*CLI, "train", "--method", "sft", "--beta", "0.1", "--out", str(tmp_path)],
+                       check=False, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 2
+    assert p.stderr == ("error: --beta is not a sft option (methods that take it: dapo); use "
+                        "--set FIELD=VALUE\n")
+    assert not any(tmp_path.iterdir())  # refused before anything was written
