@@ -107,9 +107,12 @@ def test_hf_backend_uses_the_current_cache_api(capfd):
 
 
 def test_log_numbers_are_formatted():
-    from dapo_bench.methods.dapo.stages import _num
+    from dapo_bench.methods.dapo.critic import describe_skill
 
-    assert _num(0.24411448226639376) == "0.2441" and _num(None) == "-"
+    line = describe_skill({"n": 40, "brier": 0.24411448226639376, "brier_constant": 0.25,
+                           "brier_skill": 0.023542091, "ece": 0.031234567, "bins": [0] * 10})
+    assert "Brier 0.2441 vs constant 0.2500 (skill +0.024)" in line
+    assert "0.24411448" not in line and "ECE 0.0312" in line
 
 
 def test_a_stage_with_its_own_ledger_logs_what_it_spent():
