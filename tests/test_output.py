@@ -107,9 +107,14 @@ def test_hf_backend_uses_the_current_cache_api(capfd):
 
 
 def test_log_numbers_are_formatted():
-    from dapo_bench.methods.dapo.stages import _num
+    """The critic's line once printed repr floats (Brier 0.24411448226639376)."""
+    from dapo_bench.methods.dapo.critic import describe_skill
 
-    assert _num(0.24411448226639376) == "0.2441" and _num(None) == "-"
+    line = describe_skill({"n": 60, "brier": 0.24411448226639376, "brier_constant": 0.25,
+                           "brier_skill": 0.023542070934424964, "ece": 0.4940591295560201,
+                           "bins": [0] * 10})
+    assert line == ("held-out states 60: Brier 0.2441 vs constant 0.2500 (skill +0.024), "
+                    "ECE 0.4941 (10 equal-width bins)")
 
 
 def test_a_stage_with_its_own_ledger_logs_what_it_spent():
