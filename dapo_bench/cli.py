@@ -66,7 +66,7 @@ def _usage_error_class() -> type[Exception]:
 def main() -> None:
     usage_error = _usage_error_class()
     try:
-        rc = app(standalone_mode=False)
+        rc = app(prog_name="dapo-bench", standalone_mode=False)
     except UserError as e:
         print(f"error: {e}", file=sys.stderr)
         sys.exit(2)

@@ -24,7 +24,7 @@ def register(app: typer.Typer) -> None:
     @app.command("leaderboard", epilog=EXAMPLES)
     def leaderboard_cmd(
         specs: list[Path] | None = typer.Argument(  # noqa: B008 (typer's idiom)
-            None, help="leaderboard specs (default: leaderboards/*.yaml)"),
+            None, metavar="SPEC.yaml", help="leaderboard specs (default: leaderboards/*.yaml)"),
         runs: Path | None = typer.Option(  # noqa: B008
             None, "--runs", help="directory the spec's result globs are relative to "
             "(default: the spec's inputs.dir)"),
