@@ -12,10 +12,12 @@ compared. Workloads, all real data from ../shared/data/code (reference solutions
 
 * HumanEval (164 problems, 1 check each), MBPP (398; #71, seconds of CPU, left out; one check
   per assert), LeetCode (200, 1 check each): assert-based, through the checker after the split;
-* stdin: the codeforces workload of bench/sandbox.py; call: MBPP's ``assert f(literals) ==
+* stdin: the codeforces workload of bench/sandbox.py, 4 copies; call: MBPP's ``assert f(literals) ==
   literal`` tests rewritten as call-based tests (fn_name, inputs, outputs).
 
-Prints, per workload: tests/s before and after (medians), the ratio after/before, passes.
+Then both trees get the attack table of tests/test_sandbox_forge.py (hostile programs: hence
+the PID namespace) and the forged passes are counted. Prints, per workload: tests/s before and after (medians over rounds), their ratio, the median
+of the per-round ratios (robust to the load drifting between rounds), and the passes.
 """
 
 from __future__ import annotations
@@ -84,10 +86,23 @@ def workload(kind: str) -> tuple[list[str], list]:
     from sandbox import workload as stdin_workload
 
     p, i, o = stdin_workload()
-    return p, [{"inputs": a, "outputs": b} for a, b in zip(i, o)]
+    return p * 4, [{"inputs": a, "outputs": b} for a, b in zip(i, o)] * 4
 
 
 # --------------------------------------------------------------------------- one tree's side
+
+
+def _forge(run_tests_batch, limits_cls, workers: int) -> dict:
+    """The attack table of tests/test_sandbox_forge.py (this checkout's) against this tree."""
+    sys.path.insert(1, str(ROOT / "tests"))
+    from test_sandbox_forge import ATTACKS, FORMS, program
+
+    cases = [(a, f) for a in sorted(ATTACKS) for f in sorted(FORMS)]
+    lim = limits_cls(time_s=1.0, wall_s=2.0, memory_mb=1024)
+    verdicts = run_tests_batch([program(a, f) for a, f in cases],
+                               [FORMS[f][1] for _, f in cases], lim, workers)
+    forged = [f"{a}/{f}" for (a, f), v in zip(cases, verdicts) if v.passed]
+    return {"forged": forged, "of": len(cases)}
 
 
 def _side(tree: str, workers: int) -> None:
@@ -114,6 +129,9 @@ def _side(tree: str, workers: int) -> None:
     print(json.dumps({"ready": __import__("dapo_bench").__file__}), flush=True)
     for line in sys.stdin:
         kind = line.strip()
+        if kind == "forge":
+            print(json.dumps(_forge(run_tests_batch, Limits, workers)), flush=True)
+            continue
         programs, tests = loads[kind]
         n = sum(parse_tests(t).n_tests for t in tests)
         t0 = time.perf_counter()
@@ -168,6 +186,7 @@ def _tree_of_this_checkout(dest: Path) -> str:
 
 def before_after(rev: str | None, rounds: int, workers: int) -> None:
     rev = _before_rev(rev)
+    load0 = os.getloadavg()[0]
     with tempfile.TemporaryDirectory(prefix="dapo-split-") as tmp:
         _extract(rev, Path(tmp) / "before")
         trees = {"before": str(Path(tmp) / "before"),
@@ -188,20 +207,31 @@ def before_after(rev: str | None, rounds: int, workers: int) -> None:
                     sides[name].stdin.flush()
                     got[name, kind].append(json.loads(sides[name].stdout.readline()))
             print(f"round {r + 1}/{rounds} done", file=sys.stderr, flush=True)
-        for s in sides.values():
-            s.stdin.close()
-            s.wait()
-    print(f"\n{rounds} rounds, interleaved; {workers} workers each; medians of tests/s")
-    print("| workload | tests | before tests/s | after tests/s | after/before | passed before "
-          "| passed after |")
-    print("|---|--:|--:|--:|--:|--:|--:|")
+        forged = {}
+        for name, side in sides.items():
+            side.stdin.write("forge\n")
+            side.stdin.flush()
+            forged[name] = json.loads(side.stdout.readline())
+        for side in sides.values():
+            side.stdin.close()
+            side.wait()
+    print(f"\n{rounds} rounds, interleaved; {workers} workers each; load average "
+          f"{load0:.1f} -> {os.getloadavg()[0]:.1f}; medians of tests/s")
+    print("| workload | tests | before tests/s | after tests/s | after/before | per-round ratios "
+          "(median) | passed before | passed after |")
+    print("|---|--:|--:|--:|--:|--:|--:|--:|")
     for kind in KINDS:
         b, a = got["before", kind], got["after", kind]
-        med = {n: statistics.median(x["tests"] / x["seconds"] for x in runs)
-               for n, runs in (("b", b), ("a", a))}
+        rate = {n: [x["tests"] / x["seconds"] for x in runs] for n, runs in (("b", b), ("a", a))}
+        med = {n: statistics.median(v) for n, v in rate.items()}
+        per_round = statistics.median(x / y for x, y in zip(rate["a"], rate["b"]))
         print(f"| {kind} | {a[0]['tests']} | {med['b']:.0f} | {med['a']:.0f} | "
-              f"{med['a'] / med['b']:.2f}x | {b[0]['passed']}/{b[0]['programs']} | "
-              f"{a[0]['passed']}/{a[0]['programs']} |")
+              f"{med['a'] / med['b']:.2f}x | {per_round:.2f}x | "
+              f"{b[0]['passed']}/{b[0]['programs']} | {a[0]['passed']}/{a[0]['programs']} |")
+    for name, f in forged.items():
+        print(f"\nforged passes, {name}: {len(f['forged'])} of {f['of']} (attack x form of "
+              f"tests/test_sandbox_forge.py){': ' if f['forged'] else ''}"
+              f"{', '.join(f['forged'])}")
 
 
 if __name__ == "__main__":

@@ -2,12 +2,14 @@
 
 Started by `pool.Pool` (one per core) as a fresh interpreter, so nothing of the parent's
 memory (expected outputs included) is in it. It sets up its namespaces once, imports the
-modules programs commonly use, says hello, then serves jobs read from fd 0: for each it forks
-confined children (see `child`) over chunks of the program's tests, acts as their per-test
-wall-clock watchdog, judges a child's death, reads each test's stdout from the memfd it gave
-the child, and makes sure no process of its sandbox uid outlives the job. Results go to fd 1.
+modules programs commonly use, forks its `zygote` (before any job), says hello, then serves
+jobs read from fd 0. Stdin and call-based: it forks confined children (see `child`) over chunks
+of the program's tests, reads each test's stdout from the memfd it gave the child.
+Assert-based: per chunk, the zygote forks the program process and the `checker` server gets the
+checks and the pipes between the two. Either way it is the per-test wall-clock watchdog, judges
+deaths, and makes sure no process of the program's uid outlives the job. Results go to fd 1.
 
-It never runs untrusted code itself, and holds no expected outputs.
+It never runs untrusted code itself, and holds no expected outputs of stdin or call tests.
 """
 
 from __future__ import annotations
