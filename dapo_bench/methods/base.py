@@ -35,6 +35,7 @@ from dapo_bench.errors import UserError
 from dapo_bench.io import atomic_write_json, check_out_dir, check_run_id, read_json
 from dapo_bench.methods import METHODS
 from dapo_bench.methods.context import RunContext
+from dapo_bench.training.sft import CONTROL_BATCH_SIZE, CONTROL_LR
 
 
 @dataclass(frozen=True)
@@ -65,8 +66,8 @@ class RunOptions:
     bf16: bool = False
     budget_flops: float | None = None
     control: bool = True
-    control_lr: float = 1e-4
-    control_batch_size: int = 64
+    control_lr: float = CONTROL_LR
+    control_batch_size: int = CONTROL_BATCH_SIZE
     seed: int = 0
     out: str = "runs"
     run_id: str | None = None

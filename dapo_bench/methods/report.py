@@ -73,7 +73,7 @@ def run_control(ctx: Any, ref_dir: str, flops: float) -> str:
 
         pairs = train_problem_solutions(ctx)
         model, tok = load_policy(ref_dir)
-        from dapo_bench.methods import budget
+        from dapo_bench.training import budget
 
         led = Ledger(n_params=ctx.ledger.n_params, budget_flops=flops)
         cfg = SFTConfig(epochs=budget.epochs(led, 1.0), batch_size=ctx.opts.control_batch_size,
@@ -104,8 +104,8 @@ def train_results(ctx: Any, spec: Any, saved: dict, out: Any, t0: float,
     besides the schema's fields, ``train_data`` (which task and split trained, checked
     disjoint from the eval tasks) and ``counts`` (per stage: rows scored, contexts and
     responses cut to a ``max_length``; nothing is truncated silently)."""
-    from dapo_bench.methods import budget
     from dapo_bench.provenance import hash_path
+    from dapo_bench.training import budget
 
     started = now_utc()
     train_flops = ctx.ledger.total_flops
