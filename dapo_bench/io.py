@@ -1,7 +1,9 @@
 """File I/O with clear errors and atomic writes.
 
 Every artifact is written to a temporary file beside its target and renamed into place, so a
-killed run never leaves a half-written artifact. JSONL readers report ``file:line`` on bad input.
+killed run never leaves a half-written artifact; it gets the mode a plain ``open()`` would give
+it (``0666 & ~umask``, as the append-only logs get), not the temporary file's private 0600.
+JSONL readers report ``file:line`` on bad input.
 """
 
 from __future__ import annotations
@@ -17,11 +19,31 @@ from typing import Any
 from dapo_bench.errors import UserError
 
 
+def _umask() -> int:
+    try:  # Linux >= 4.7 reports it without changing it
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except OSError:
+        pass
+    mask = os.umask(0o022)  # elsewhere: read it by setting it (and put it back at once)
+    os.umask(mask)
+    return mask
+
+
+def public_mode(fd_or_path: int | str | os.PathLike, directory: bool = False) -> None:
+    """Give a file made by ``tempfile`` (mode 0600, dirs 0700) the mode ``open()`` or
+    ``mkdir()`` would have given it: 0666 (0777 for a directory) less the umask."""
+    os.chmod(fd_or_path, (0o777 if directory else 0o666) & ~_umask())
+
+
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        public_mode(fd)
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()

@@ -31,6 +31,7 @@ from typing import Any
 
 from dapo_bench import dist
 from dapo_bench.errors import UserError
+from dapo_bench.io import public_mode
 
 
 def resolve_device(device: str = "auto") -> str:
@@ -105,6 +106,9 @@ def _write_policy(model: Any, tokenizer: Any, out: Path) -> Path:
     try:
         model.save_pretrained(tmp)
         tokenizer.save_pretrained(tmp)
+        # as readable as any other output: mkdtemp makes the dir 0700, safetensors its file 0600
+        for p in [tmp, *tmp.rglob("*")]:
+            public_mode(p, directory=p.is_dir())
         if out.exists():
             shutil.rmtree(out)
         os.replace(tmp, out)

@@ -26,7 +26,8 @@ def _load(name: str) -> tuple[list[str], list]:
     if name == "humaneval":
         rows = [json.loads(line) for line in (DATA / "humaneval.jsonl").open()]
         return ([r["prompt"] + r["canonical_solution"] for r in rows],
-                [{"test": r["test"], "entry_point": r["entry_point"]} for r in rows])
+                [{"test": r["test"], "entry_point": r["entry_point"], "prompt": r["prompt"]}
+                 for r in rows])
     if name == "mbpp":
         rows = json.loads((DATA / "mbpp.json").read_text())
         return ([r["code"] for r in rows],

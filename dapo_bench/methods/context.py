@@ -133,7 +133,7 @@ class RunContext:
             atomic_write_json(marker, {"info": info, "seconds": secs,
                                        "ledger": dataclasses.asdict(count),
                                        "counts": self.counts.get(name, {})})
-        self.log(f"stage {name}: {secs:.1f}s, {self.ledger.stage_flops(name):.3g} FLOPs")
+        self.log(f"stage {name}: {secs:.1f}s, {_flops_note(info, self.ledger.stage_flops(name))}")
         return info
 
     # ------------------------------------------------------------------ models
@@ -160,6 +160,16 @@ def new_generator(opts: Any, model_dir: str) -> Any:
     return load_generator(opts.backend, model_dir, **options)
 
 
+def _flops_note(info: dict, run_flops: float) -> str:
+    """What a stage spent, for its log line. A stage with its own ledger (the equal-compute
+    control, kept out of the method's) reports its spend as ``info["flops"]``; the run's ledger
+    shows 0 for it, which the log used to print as "0 FLOPs"."""
+    own = info.get("flops")
+    if isinstance(own, (int, float)) and not run_flops:
+        return f"{own:.3g} FLOPs (own ledger, not the run's)"
+    return f"{run_flops:.3g} FLOPs" if run_flops else "0 FLOPs charged"
+
+
 class _Bar:
     def __init__(self, name: str, total: int, unit: str, quiet: bool):
         from dapo_bench.eval.progress import Progress
@@ -167,8 +177,8 @@ class _Bar:
         self._p = Progress(quiet=quiet)
         self._bar = self._p.start(name, total=total, done=0, unit=unit)
 
-    def __enter__(self) -> Callable[[int], None]:
-        return lambda k: self._p.advance(self._bar, k)
+    def __enter__(self) -> Callable[..., None]:  # advance(k, resumed=False)
+        return lambda k, resumed=False: self._p.advance(self._bar, k, resumed)
 
     def __exit__(self, *exc: object) -> None:
         if exc[0] is None:

@@ -71,8 +71,10 @@ def run_control(ctx: Any, ref_dir: str, flops: float) -> str:
 
         pairs = train_problem_solutions(ctx)
         model, tok = load_policy(ref_dir)
+        from dapo_bench.methods import budget
+
         led = Ledger(n_params=ctx.ledger.n_params, budget_flops=flops)
-        cfg = SFTConfig(epochs=1000.0, batch_size=ctx.opts.control_batch_size,
+        cfg = SFTConfig(epochs=budget.epochs(led, 1.0), batch_size=ctx.opts.control_batch_size,
                         seed=ctx.opts.seed, optim=OptimConfig(lr=ctx.opts.control_lr))
         stats = train_sft(model, tok, pairs, cfg, ledger=led, stage="control",
                           engine_cfg=ctx.engine_cfg)
@@ -100,10 +102,14 @@ def train_results(ctx: Any, spec: Any, saved: dict, out: Any, t0: float,
     besides the schema's fields, ``train_data`` (which task and split trained, checked
     disjoint from the eval tasks) and ``counts`` (per stage: rows scored, contexts and
     responses cut to a ``max_length``; nothing is truncated silently)."""
+    from dapo_bench.methods import budget
     from dapo_bench.provenance import hash_path
 
     started = now_utc()
     train_flops = ctx.ledger.total_flops
+    budget_info = budget.report(ctx.ledger, budget.how_of(out))
+    if budget_info is not None:
+        ctx.log(budget.describe(budget_info))
     ref = ctx.opts.model
     evals = {"reference": eval_policy(ctx, ref, "reference"),
              "final": eval_policy(ctx, out.model_dir, "final")}
@@ -129,7 +135,7 @@ def train_results(ctx: Any, spec: Any, saved: dict, out: Any, t0: float,
         run_seconds=sum(ctx.stage_seconds.values()),
         history=out.history, iterations=out.iterations, **out.extra, evals=evals,
         comparison=comparison, control=control_info, train_data=train_data,
-        counts=ctx.counts,
+        counts=ctx.counts, budget=budget_info,
         stage_seconds={k: round(v, 2) for k, v in ctx.stage_seconds.items()},
     )
     if dist.is_main():
