@@ -329,6 +329,8 @@ def main(argv: list[str] | None = None) -> None:
             head, blobs = {"results": [], "fatal": {"fatal": f"worker: {e!r}"[:300]}}, []
         head["id"] = job.get("id")
         wire.send(out_fd, head, blobs)
+        if not zygote.alive():  # a new one forked now would hold earlier jobs' test code
+            break
     sys.exit(0)
 
 

@@ -84,6 +84,12 @@ class Zygote:
                 os._exit(0)
         theirs.close()
 
+    def alive(self) -> bool:
+        try:
+            return os.waitpid(self.pid, os.WNOHANG) == (0, 0)
+        except ChildProcessError:
+            return False
+
     def spawn(self, job: dict, req_fd: int, rep_fd: int) -> int:
         """Start a program process on the given pipe ends (program side); -> its pid."""
         socket.send_fds(self.sock, [_GO], [req_fd, rep_fd])
