@@ -144,3 +144,24 @@ def test_shipped_reference_policy():
     # Recorded on all 2,000 test problems at build time; 64 problems: within ~3.5 std errors.
     assert abs(acc - info["final"]["test"]["accuracy"]) < 0.22
     assert 0.15 < acc < 0.7
+
+
+def test_dev_split_is_carved_from_the_rl_train_stream(splits):
+    from pathlib import Path
+
+    from dapo_bench.arith import _make_split
+    from dapo_bench.tasks.spec import parse_spec
+
+    dev = splits["dev"]
+    assert len(dev) == 2000 and dev[0]["id"] == "arith-dev-00000"
+    # the next problems of rl_train's own stream: same generator, after its 20,000
+    stream = _make_split("rl_train", 20000 + 2000)
+    assert [r["question"] for r in dev] == [r["question"] for r in stream[20000:]]
+    assert {r["n_steps"] for r in dev} == {2, 3, 4}
+    assert make_split("dev", 10) == dev[:10]
+    with pytest.raises(UserError, match="next 2000 of its stream are the dev split"):
+        make_split("rl_train", 20001)
+    with pytest.raises(UserError, match="'dev' has 2000 problems"):
+        make_split("dev", 2001)
+    spec = parse_spec(Path(__file__).resolve().parents[1] / "tasks" / "arith_dev.yaml")
+    assert spec.name == "arith_dev" and spec.source.split == "dev"

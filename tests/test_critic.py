@@ -9,6 +9,7 @@ from dapo_bench.methods.dapo.critic import (
     CriticConfig,
     calibration,
     critic_examples,
+    describe_skill,
     score_values,
     soft_bce,
     train_critic,
@@ -46,6 +47,23 @@ def test_calibration_brier_ece_and_bins_by_hand():
     assert cal["ece"] == pytest.approx(ece)
     assert sum(b["n"] for b in cal["bins"]) == 5
     assert calibration([], [])["brier"] is None
+
+
+def test_brier_skill_score_against_the_constant_predictor():
+    labels = [0.0, 0.0, 1.0, 1.0]  # mean 0.5: the constant predictor's Brier is 0.25
+    perfect = calibration(labels, labels)
+    assert perfect["brier"] == 0 and perfect["brier_constant"] == pytest.approx(0.25)
+    assert perfect["brier_skill"] == pytest.approx(1.0) and perfect["ece"] == 0
+    const = calibration([0.5] * 4, labels)
+    assert const["brier_skill"] == pytest.approx(0.0) and const["ece"] == pytest.approx(0.0)
+    # predicting 0.25 / 0.75: Brier 0.0625, skill 1 - 0.0625 / 0.25 = 0.75; ECE 0.25
+    half = calibration([0.25, 0.25, 0.75, 0.75], labels, bins=4)
+    assert half["brier"] == pytest.approx(0.0625) and half["brier_skill"] == pytest.approx(0.75)
+    assert half["ece"] == pytest.approx(0.25) and "4 equal-width bins" in half["binning"]
+    wrong = calibration([1.0, 1.0, 0.0, 0.0], labels)  # worse than a constant
+    assert wrong["brier_skill"] == pytest.approx(-3.0)
+    assert calibration([0.3, 0.4], [1.0, 1.0])["brier_skill"] is None  # constant labels
+    assert "skill +0.750" in describe_skill(half) and "4 equal-width bins" in describe_skill(half)
 
 
 @pytest.fixture(scope="module")

@@ -108,3 +108,20 @@ def test_eval_results_carry_totals_rows_hash_breakdown_stderr_and_suite(tmp_path
     assert "all" not in res["suites"] and "math" not in res["suites"]
     one = evaluate(Oracle(answers), tasks[:1], run_dir=tmp_path / "one", quiet=True)
     assert one["suites"] == {}  # half a suite has no suite average
+
+
+def test_suite_stderr_matches_a_stratified_bootstrap():
+    # the combined stderr is that of the weighted mean of independent tasks (bench/suite_stderr.py)
+    import numpy as np
+
+    from dapo_bench.eval.metrics import bootstrap_stderr
+
+    rng = np.random.default_rng(1)
+    xs = [(rng.random(400) < 0.9).astype(float), (rng.random(40) < 0.2).astype(float)]
+    tasks = {str(i): _block(len(x), float(x.mean()), bootstrap_stderr(x)) for i, x in enumerate(xs)}
+    s = suite_summary(tasks, ["0", "1"])
+    means = [x[rng.integers(0, len(x), (4000, len(x)))].mean(axis=1) for x in xs]
+    macro = ((means[0] + means[1]) / 2).std(ddof=1)
+    micro = ((means[0] * 400 + means[1] * 40) / 440).std(ddof=1)
+    assert s["macro"]["acc"]["stderr"] == pytest.approx(macro, rel=0.05)
+    assert s["micro"]["acc"]["stderr"] == pytest.approx(micro, rel=0.05)

@@ -95,7 +95,16 @@ def register(app: typer.Typer) -> None:
         from dapo_bench.dist import is_main
 
         if is_main():  # under torchrun every rank returns; one table is enough
+            from dapo_bench.training.budget import describe
+
             Console(stderr=True).print(summary_table(res))
+            if res.get("budget") is not None:
+                Console(stderr=True).print(describe(res["budget"]), markup=False)
+            if (res.get("critic") or {}).get("heldout"):
+                from dapo_bench.methods.dapo.critic import describe_skill
+
+                Console(stderr=True).print("critic " + describe_skill(res["critic"]["heldout"]),
+                                           markup=False)
 
 
 def summary_table(res: dict):

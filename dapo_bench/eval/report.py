@@ -82,6 +82,6 @@ def summary_table(results: dict) -> Any:
             str(t["generated_tokens"]), f"{t['seconds']:.1f}",
         )
     for name, su in (results.get("suites") or {}).items():  # mean over the suite's tasks
-        table.add_row(f"{name} (macro mean)", str(su["n_problems"]), _fmt(su["macro"].get("acc")),
+        table.add_row(f"{name} macro", str(su["n_problems"]), _fmt(su["macro"].get("acc")),
                       "", "", "", "")
     return table

@@ -203,7 +203,8 @@ def calibration(p: Plot, runs: list[Run]):
     total = max(n for _, _, pts in found for _, _, n in pts)
     for r, c, pts in found:
         label = _label(r, p) + (f" iter {r.iteration}" if r.iteration else "")
-        stats = [f"{k}={c[k]:.3f}" for k in ("brier", "ece") if _finite(c.get(k))]
+        stats = [f"{k}={c[k]:.3f}" for k in ("brier", "brier_skill", "ece")
+                 if _finite(c.get(k))]
         if stats:
             label += " (" + ", ".join(stats) + ")"
         line, = ax.plot([x for x, _, _ in pts], [y for _, y, _ in pts], marker=None,

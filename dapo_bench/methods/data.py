@@ -125,7 +125,8 @@ class OfflineSampling:
     """The sampling settings of the offline baselines' ``rollouts`` stage (RFT's and DPO's
     configs extend it): n_problems: training problems to sample on (None = all);
     samples_per_prompt: responses per problem; temperature, top_p, max_new_tokens: sampling;
-    rollout_frac: the share of a FLOP budget that sampling may spend."""
+    rollout_frac: the share of a FLOP budget that sampling spends (with a budget sampling goes
+    on past ``n_problems`` until it has spent it, and training runs until the whole budget)."""
 
     n_problems: int | None = None
     samples_per_prompt: int = 16
@@ -133,34 +134,36 @@ class OfflineSampling:
     top_p: float = 1.0
     max_new_tokens: int = 1024
     rollout_frac: float = 0.5
+    chunk: int = 64
 
 
 def rollout_stage(ctx: Any, cfg: OfflineSampling) -> tuple[list[Group], dict[str, tuple]]:
     """Stage ``rollouts``: sample and score on the reference policy; ``<run>/rollouts.jsonl``.
-    Returns the groups and the prompt ids of each problem id."""
+    Returns the groups and the prompt ids of each problem id. With a FLOP target
+    (``training.budget``) sampling walks through the whole split, in order, until it has spent
+    ``rollout_frac`` of the budget (training gets the rest); without one it samples the first
+    ``n_problems``."""
     from dapo_bench.generation.base import SamplingParams
+    from dapo_bench.training import budget
     from dapo_bench.training.rollouts import sample_groups
 
     path = ctx.run_dir / "rollouts.jsonl"
-    problems = load_train_problems(ctx, limit=cfg.n_problems)
+    limit = budget.problems(ctx.ledger, cfg.n_problems)
+    problems = load_train_problems(ctx, limit=limit)
     prompts = {p.id: p.prompt_ids for p in problems}
 
     def work() -> dict:
-        scorer = Scorer(load_train_task(ctx, limit=cfg.n_problems))
+        scorer = Scorer(load_train_task(ctx, limit=limit))
         led = ctx.ledger
-        cap = None
-        if led.budget_flops is not None:
-            cap = cfg.rollout_frac * led.budget_flops / (2.0 * led.n_params)
         params = SamplingParams(temperature=cfg.temperature, top_p=cfg.top_p,
                                 max_new_tokens=cfg.max_new_tokens, seed=ctx.opts.seed)
         try:
-            with ctx.progress("rollouts", len(problems), unit="problems") as advance:
+            with ctx.progress("rollouts", len(problems), unit="problems") as advance, \
+                    budget.phase(led, budget.share(led, led.total_flops, cfg.rollout_frac)):
                 groups = sample_groups(
                     ctx.generator(ctx.opts.model), [Request.for_problem(p) for p in problems],
-                    cfg.samples_per_prompt, scorer, params=params, chunk_size=64, ledger=led,
-                    stage="rollouts", progress=advance,
-                    until=lambda: led.exhausted() or (
-                        cap is not None and led.stages["rollouts"].n_inf >= cap))
+                    cfg.samples_per_prompt, scorer, params=params, chunk_size=cfg.chunk, ledger=led,
+                    stage="rollouts", progress=advance, until=led.exhausted)
         finally:
             scorer.close()
         atomic_write_jsonl(path, [g.to_row() for g in groups])

@@ -8,14 +8,16 @@ log-probs once (cached, charged as inference), then minimises the DPO loss
 log pi_ref of the response; optional label smoothing). What it optimises: the margin by which
 the policy, relative to pi_ref, prefers verified-correct over wrong responses of the same prompt.
 
-With ``--budget-flops``, sampling stops at ``rollout_frac`` of the budget and training when the
-whole budget is spent.
+With ``--budget-flops`` (a target, ``training.budget``), sampling walks through the split until it
+has spent ``rollout_frac`` of the budget, and training runs as many epochs as it takes to spend
+the rest.
 
 Not covered: online/iterative DPO, SFT-on-chosen regularisation (RPO), length normalisation.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -28,6 +30,7 @@ from dapo_bench.ledger import Ledger
 from dapo_bench.methods.base import MethodOutput, register_method, train_stage
 from dapo_bench.methods.data import OfflineSampling, as_groups, rollout_stage
 from dapo_bench.models import load_policy, save_policy
+from dapo_bench.training import budget
 from dapo_bench.training.batches import pack_pairs, sequence_logprobs
 from dapo_bench.training.engine import ONE_PROCESS, EngineConfig, OptimConfig, make_engine
 from dapo_bench.training.loop import LossOut, shuffled_batches, steps_for, train_loop
@@ -186,17 +189,22 @@ def run_dpo(ctx: Any, cfg: DPOConfig) -> MethodOutput:
                             max_pairs_per_prompt=cfg.max_pairs_per_prompt, seed=ctx.opts.seed)
         model, tok = load_policy(ctx.opts.model)
         history: list[dict] = []
+        how = {"steps": 0, "epochs": 0.0, "stopped": "no data"}
         if pairs:
-            stats = train_dpo(model, tok, pairs, cfg, ledger=ctx.ledger, stage="train",
+            run_cfg = dataclasses.replace(cfg, epochs=budget.epochs(ctx.ledger, cfg.epochs))
+            stats = train_dpo(model, tok, pairs, run_cfg, ledger=ctx.ledger, stage="train",
                               seed=ctx.opts.seed, engine_cfg=ctx.engine_cfg,
                               on_log=lambda r: ctx.log(f"dpo step {r['step']}: loss "
                                                        f"{r['loss']:.4f}, pair acc "
                                                        f"{r['pair_acc']:.3f}"))
             history = stats.history
+            how = {"steps": stats.steps, "epochs": round(stats.epochs, 3),
+                   "stopped": stats.stopped or "epochs"}
             ctx.count("train", stats.counts)
         else:
             ctx.log("dpo: no (correct, wrong) pair to train on; the policy is unchanged")
         save_policy(model, tok, out_dir)
-        return {"pairs": len(pairs), "history": history}
+        return {"problems_sampled": len(groups), "pairs": len(pairs), **how,
+                "history": history}
 
     return train_stage(ctx, work, out_dir)

@@ -13,6 +13,7 @@ Not covered: ZeRO-3 (the generator samples from whole weights).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -38,6 +39,7 @@ def run_online(ctx: Any, cfg: Any, train_fn: Callable) -> MethodOutput:
     from dapo_bench.methods.context import new_generator
     from dapo_bench.methods.data import Scorer, load_train_problems, load_train_task
     from dapo_bench.models import save_policy
+    from dapo_bench.training import budget
     from dapo_bench.training.online import OnlinePolicy
 
     check_online_config(cfg)
@@ -45,6 +47,8 @@ def run_online(ctx: Any, cfg: Any, train_fn: Callable) -> MethodOutput:
         raise UserError(f"{ctx.method}: --deepspeed zero3 partitions the weights the online "
                         f"generator samples from; use zero0-zero2 or the torch engine")
     out_dir = ctx.run_dir / "policy"
+    nominal = cfg.max_steps  # with a FLOP target the budget, not max_steps, ends training
+    cfg = dataclasses.replace(cfg, max_steps=budget.steps(ctx.ledger, nominal))
 
     def work() -> dict:
         problems = load_train_problems(ctx)
@@ -52,7 +56,7 @@ def run_online(ctx: Any, cfg: Any, train_fn: Callable) -> MethodOutput:
         policy = OnlinePolicy(new_generator(ctx.opts, ctx.opts.model), ctx.opts.model,
                               ctx.run_dir / "policy_sync")
         try:
-            with ctx.progress(f"{ctx.method} steps", cfg.max_steps, unit="steps") as advance:
+            with ctx.progress(f"{ctx.method} steps", nominal, unit="steps") as advance:
                 def log(row: dict) -> None:
                     advance(1)
                     if row["step"] % 10 == 0 or row["step"] == 1:
@@ -69,6 +73,7 @@ def run_online(ctx: Any, cfg: Any, train_fn: Callable) -> MethodOutput:
             scorer.close()
             policy.close()
         return {"steps": len(history), "history": history,
+                "responses_sampled": sum(h["rows"] for h in history),
                 "stopped": "budget" if ctx.ledger.exhausted() else "max_steps"}
 
     return train_stage(ctx, work, out_dir)

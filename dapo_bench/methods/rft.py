@@ -6,8 +6,9 @@ samples ``samples_per_prompt`` responses per training problem and the verifier s
 distinct verified-correct responses per problem. What it optimises: the likelihood of the
 policy's own successful solutions, i.e. a filtered behaviour-cloning step.
 
-With ``--budget-flops``, sampling stops once it has spent ``rollout_frac`` of the budget (so the
-rest is left for training) and training stops when the whole budget is spent.
+With ``--budget-flops`` (a target, ``training.budget``), sampling walks through the split until it
+has spent ``rollout_frac`` of the budget, and training runs as many epochs as it takes to spend
+the rest.
 
 Not covered: several rounds of sampling (iterated RFT), sampling from other models, dedup by
 equation content (distinct texts only).
@@ -23,6 +24,7 @@ from typing import Any
 from dapo_bench.methods.base import MethodOutput, register_method, train_stage
 from dapo_bench.methods.data import OfflineSampling, as_groups, rollout_stage
 from dapo_bench.models import load_policy, save_policy
+from dapo_bench.training import budget
 from dapo_bench.training.engine import OptimConfig
 from dapo_bench.training.sft import SFTConfig, train_sft
 
@@ -69,7 +71,8 @@ def select_correct(
 def run_rft(ctx: Any, cfg: RFTConfig) -> MethodOutput:
     groups, prompts = rollout_stage(ctx, cfg)
     out_dir = ctx.run_dir / "policy"
-    sft_cfg = dataclasses.replace(cfg.sft, seed=ctx.opts.seed)
+    sft_cfg = dataclasses.replace(cfg.sft, seed=ctx.opts.seed,
+                                  epochs=budget.epochs(ctx.ledger, cfg.sft.epochs))
 
     def work() -> dict:
         pairs = select_correct(as_groups(groups, prompts), max_per_prompt=cfg.max_per_prompt)
@@ -78,11 +81,14 @@ def run_rft(ctx: Any, cfg: RFTConfig) -> MethodOutput:
             stats = train_sft(model, tok, pairs, sft_cfg, ledger=ctx.ledger, stage="train",
                               engine_cfg=ctx.engine_cfg)
             ctx.count("train", stats.counts)
-            history, steps, stopped = stats.history, stats.steps, stats.stopped
+            history, steps, stopped = stats.history, stats.steps, stats.stopped or "epochs"
+            ep = round(stats.epochs, 3)
         else:
             ctx.log("rft: no correct sample to train on; the policy is unchanged")
-            history, steps, stopped = [], 0, "no data"
+            history, steps, stopped, ep = [], 0, "no data", 0.0
         save_policy(model, tok, out_dir)
-        return {"pairs": len(pairs), "steps": steps, "stopped": stopped, "history": history}
+        return {"problems_sampled": len(groups), "pairs": len(pairs), "steps": steps,
+                "epochs": ep, "stopped": stopped,
+                "history": history}
 
     return train_stage(ctx, work, out_dir)

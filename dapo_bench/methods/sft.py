@@ -4,7 +4,7 @@ A thin method around ``dapo_bench.training.sft.train_sft`` (the same loop that b
 reference policy): mean next-token cross-entropy on the solution tokens of (prompt, gold
 solution) pairs from the training split. What it optimises: imitation of the reference
 solutions. At equal FLOPs it is the "more SFT" control that every RL gain must beat; with
-``--budget-flops`` it stops when the budget is spent (its ``epochs`` is then an upper bound).
+``--budget-flops`` it runs as many epochs as reaching the budget takes (``training.budget``).
 
 Not covered: tasks without gold solutions (it raises a UserError naming the task).
 """
@@ -16,6 +16,7 @@ from typing import Any
 
 from dapo_bench.methods.base import MethodOutput, register_method, train_stage
 from dapo_bench.models import load_policy, save_policy
+from dapo_bench.training import budget
 from dapo_bench.training.loop import steps_for
 from dapo_bench.training.sft import SFTConfig, train_sft
 
@@ -35,18 +36,19 @@ def run_sft(ctx: Any, cfg: SFTConfig) -> MethodOutput:
     from dapo_bench.methods.report import train_problem_solutions
 
     out_dir = ctx.run_dir / "policy"
-    cfg = dataclasses.replace(cfg, seed=ctx.opts.seed)
+    nominal = cfg.epochs
+    cfg = dataclasses.replace(cfg, seed=ctx.opts.seed, epochs=budget.epochs(ctx.ledger, nominal))
 
     def work() -> dict:
         pairs = train_problem_solutions(ctx)
         model, tok = load_policy(ctx.opts.model)
-        steps = steps_for(cfg.epochs, len(pairs), cfg.batch_size)
+        steps = steps_for(nominal, len(pairs), cfg.batch_size)
         with ctx.progress("sft", steps, unit="steps") as advance:
             stats = train_sft(model, tok, pairs, cfg, ledger=ctx.ledger, stage="train",
                               engine_cfg=ctx.engine_cfg, on_log=lambda s: advance(cfg.log_every))
         ctx.count("train", stats.counts)
         save_policy(model, tok, out_dir)
-        return {"pairs": len(pairs), "steps": stats.steps, "epochs": stats.epochs,
-                "stopped": stats.stopped, "history": stats.history}
+        return {"pairs": len(pairs), "steps": stats.steps, "epochs": round(stats.epochs, 3),
+                "stopped": stats.stopped or "epochs", "history": stats.history}
 
     return train_stage(ctx, work, out_dir)

@@ -54,6 +54,10 @@ class DapoConfig:
         (that mean shrunk towards the critic with weight ``mc_prior``).
     mc_prior: the critic's weight, in completions, for "critic_mc" (default 1.0).
     gen_chunk: states/problems per generation call (the unit of resumption).
+    data_frac: with ``--budget-flops`` (a target, ``training.budget``): the share of each
+        iteration's part of the budget (1/iterations of it) that the sampling stages (rollouts,
+        MC labels) may spend; states left unlabelled are counted. The critic and the actor
+        spend the rest: the actor trains as many epochs as reaching the iteration's part takes.
     critic: CriticConfig (model, optim.lr [paper 5e-6 for 7B], epochs [paper 1], batch_size,
         heldout_frac, bins, max_length, step_labels [off in the paper's preset]).
     actor: ActorConfig (optim.lr, optim.grad_clip, epochs, batch_actions, max_length).
@@ -73,12 +77,15 @@ class DapoConfig:
     advantage: str = "critic"
     mc_prior: float = 1.0
     gen_chunk: int = 64
+    data_frac: float = 0.8
     critic: CriticConfig = field(default_factory=CriticConfig)
     actor: ActorConfig = field(default_factory=ActorConfig)
 
     def __post_init__(self) -> None:
         if self.beta <= 0:
             raise ValueError(f"beta must be > 0, got {self.beta}")
+        if not 0 < self.data_frac <= 1:
+            raise ValueError(f"data_frac must be in (0, 1], got {self.data_frac}")
         if self.mc_prior < 0:
             raise ValueError(f"mc_prior must be >= 0, got {self.mc_prior}")
         from dapo_bench.methods.dapo.advantages import VALUE_ESTIMATORS
@@ -138,26 +145,33 @@ def train_dapo(ctx: RunContext, cfg: DapoConfig) -> MethodOutput:
 
 def _iteration(ctx: RunContext, cfg: DapoConfig, k: int, policy: str) -> dict:
     from dapo_bench.methods.dapo import stages as st
+    from dapo_bench.training import budget
 
     d = ctx.run_dir / f"it{k}"
     d.mkdir(parents=True, exist_ok=True)
     p = f"it{k}."
+    # with a FLOP target: iteration k spends up to k/K of it, its sampling a data_frac share
+    led, part = ctx.ledger, 1.0 / cfg.iterations
+    data_upto = budget.share(led, (k - 1) * part * (budget.target(led) or 0), cfg.data_frac * part)
     scorer, problems = st.problems_for(ctx, cfg, k, policy)
     try:
         info: dict[str, Any] = {"iteration": k, "reference": policy}
-        info["rollouts"] = ctx.run_stage(p + "rollouts", lambda: st.rollouts(
-            ctx, cfg, policy, problems, scorer, d, p + "rollouts", k), every_rank=True)
-        info["states"] = ctx.run_stage(p + "states", lambda: st.states(ctx, cfg, problems, d))
-        info["mc"] = ctx.run_stage(p + "mc", lambda: st.mc_labels(
-            ctx, cfg, policy, scorer, d, p + "mc", k), every_rank=True)
+        with budget.phase(led, data_upto):
+            info["rollouts"] = ctx.run_stage(p + "rollouts", lambda: st.rollouts(
+                ctx, cfg, policy, problems, scorer, d, p + "rollouts", k), every_rank=True)
+            info["states"] = ctx.run_stage(p + "states", lambda: st.states(
+                ctx, cfg, problems, d))
+            info["mc"] = ctx.run_stage(p + "mc", lambda: st.mc_labels(
+                ctx, cfg, policy, scorer, d, p + "mc", k), every_rank=True)
     finally:
         scorer.close()
-    info["critic"] = ctx.run_stage(p + "critic", lambda: st.critic(
-        ctx, cfg, policy, d, p + "critic"), every_rank=True)
-    info["advantages"] = ctx.run_stage(p + "advantages", lambda: st.advantages(
-        ctx, cfg, d, p + "advantages"), every_rank=True)
-    actor = ctx.run_stage(p + "actor", lambda: st.actor(ctx, cfg, policy, d, p + "actor"),
-                          every_rank=True)
+    with budget.phase(led, budget.share(led, 0.0, k * part)):
+        info["critic"] = ctx.run_stage(p + "critic", lambda: st.critic(
+            ctx, cfg, policy, d, p + "critic"), every_rank=True)
+        info["advantages"] = ctx.run_stage(p + "advantages", lambda: st.advantages(
+            ctx, cfg, d, p + "advantages"), every_rank=True)
+        actor = ctx.run_stage(p + "actor", lambda: st.actor(ctx, cfg, policy, d, p + "actor"),
+                              every_rank=True)
     info["actor"] = {kk: v for kk, v in actor.items() if kk != "history"}
     info["actor_history"] = actor.get("history", [])
     info["actor_dir"] = str(d / "actor")

@@ -5,8 +5,11 @@ completions the verifier accepts), through the one training loop. BCE rather tha
 gradient w.r.t. the logit is ``V - y``, i.e. MSE's gradient with the factor 1/(V(1-V)) >= 4 (no
 vanishing at saturation). The state's value is read from the hidden state of its LAST token.
 
-Calibration on held-out states: Brier score (mean (V - y)^2 against the soft label), expected
-calibration error over equal-width bins, and the reliability bins themselves.
+Skill and calibration on held-out states (``calibration``): the Brier score (mean (V - y)^2
+against the soft label), the Brier score of the constant predictor (the held-out label mean),
+the Brier skill score 1 - Brier / Brier_const (0: no better than a constant, 1: perfect,
+negative: worse), the expected calibration error over equal-width prediction bins, and the
+reliability bins themselves.
 
 Not covered: value heads on several positions (one per state), LoRA.
 """
@@ -146,14 +149,18 @@ def train_critic(
 
 
 def calibration(preds: Sequence[float], labels: Sequence[float], bins: int = 10) -> dict:
-    """Brier score, ECE and reliability bins of predictions against (soft) labels.
+    """Skill and calibration of predictions against (soft) labels: ``brier``,
+    ``brier_constant`` (the label mean as the prediction), ``brier_skill`` (1 - brier /
+    brier_constant; None when the labels are constant), ``ece`` and the reliability ``bins``.
 
-    ECE = sum over bins of (bin size / N) * |mean prediction - mean label|; bins are equal-width
-    on [0, 1] by prediction. Empty bins are listed with n = 0.
+    ECE = sum over bins of (bin size / N) * |mean prediction - mean label|; ``bins``
+    equal-width bins on [0, 1] by prediction (1.0 falls in the last); empty bins are listed
+    with n = 0. ``binning`` names the scheme in the result.
     """
     n = len(preds)
     if n == 0:
-        return {"n": 0, "brier": None, "ece": None, "bins": []}
+        return {"n": 0, "brier": None, "brier_constant": None, "brier_skill": None,
+                "ece": None, "binning": _binning(bins), "bins": []}
     brier = sum((p - y) ** 2 for p, y in zip(preds, labels)) / n
     # Brier of the constant predictor (the label mean): a baseline the critic should beat
     mean_y = sum(labels) / n
@@ -170,4 +177,20 @@ def calibration(preds: Sequence[float], labels: Sequence[float], bins: int = 10)
         ml = sum(labels[i] for i in idx) / len(idx)
         ece += len(idx) / n * abs(mp - ml)
         table.append({"lo": lo, "hi": hi, "n": len(idx), "mean_pred": mp, "mean_label": ml})
-    return {"n": n, "brier": brier, "brier_constant": brier_const, "ece": ece, "bins": table}
+    skill = None if brier_const == 0 else 1.0 - brier / brier_const
+    return {"n": n, "brier": brier, "brier_constant": brier_const, "brier_skill": skill,
+            "ece": ece, "binning": _binning(bins), "bins": table}
+
+
+def _binning(bins: int) -> str:
+    return f"{bins} equal-width bins of the prediction on [0, 1], weighted by bin size"
+
+
+def describe_skill(cal: dict) -> str:
+    """One line: ``held-out n=.., Brier .. vs constant .. (skill ..), ECE .. (10 bins)``."""
+    if not cal.get("n"):
+        return "no held-out states (heldout_frac 0 or too few problems)"
+    skill = cal.get("brier_skill")
+    return (f"held-out states {cal['n']}: Brier {cal['brier']:.4f} vs constant "
+            f"{cal['brier_constant']:.4f} (skill {'-' if skill is None else f'{skill:+.3f}'}), "
+            f"ECE {cal['ece']:.4f} ({len(cal['bins'])} equal-width bins)")

@@ -15,6 +15,7 @@ Not covered: sharing one critic across iterations (each iteration trains its own
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from pathlib import Path
 from typing import Any
@@ -60,6 +61,13 @@ def _params(ctx: Any, cfg: Any, scorer: Any, salt: int, k: int) -> SamplingParam
     )
 
 
+def _until(ctx: Any):
+    """A budget stop for a sampling stage (None without a FLOP target: ranks run free)."""
+    from dapo_bench.training import budget
+
+    return None if budget.target(ctx.ledger) is None else ctx.ledger.exhausted
+
+
 def rollouts(ctx, cfg, policy, problems, scorer, d: Path, stage: str, k: int) -> dict:
     gen = ctx.generator(policy)
     chunks: dict = {}
@@ -68,7 +76,7 @@ def rollouts(ctx, cfg, policy, problems, scorer, d: Path, stage: str, k: int) ->
         groups = sample_groups(
             gen, [Request.for_problem(p) for p in problems], cfg.n_samples, scorer,
             params=_params(ctx, cfg, scorer, 1, k), chunk_size=cfg.gen_chunk, ledger=ctx.ledger,
-            stage=stage, progress=adv, log=log, shard=True, stats=chunks,
+            stage=stage, progress=adv, log=log, shard=True, stats=chunks, until=_until(ctx),
         )
     acc = [sum(g.rewards) / len(g.rewards) for g in groups]
     return {"chunks": chunks,
@@ -127,9 +135,13 @@ def mc_labels(ctx, cfg, policy, scorer, d: Path, stage: str, k: int) -> dict:
             gen, reqs, cfg.mc_samples, scorer, params=_params(ctx, cfg, scorer, 2, k),
             chunk_size=cfg.gen_chunk, ledger=ctx.ledger, stage=stage, progress=adv, log=log,
             to_row=lambda r, g: _mc_row(sts[r.key], g), shard=True, stats=chunks,
+            until=_until(ctx),
         )
     vals = [sum(g.rewards) / max(len(g.rewards), 1) for g in groups]
-    return {"chunks": chunks, "n_states": len(groups), "n_completions": sum(len(g.rollouts) for g in groups),
+    unlabelled = len(reqs) - len(groups)  # left by the budget's data share: counted, not hidden
+    if unlabelled:
+        ctx.count(stage, {"unlabelled_budget": unlabelled})
+    return {"chunks": chunks, "n_states": len(groups), "unlabelled_budget": unlabelled, "n_completions": sum(len(g.rollouts) for g in groups),
             "mean_value": sum(vals) / max(len(vals), 1),
             "frac_0": sum(v == 0 for v in vals) / max(len(vals), 1),
             "frac_1": sum(v == 1 for v in vals) / max(len(vals), 1)}
@@ -170,6 +182,7 @@ def critic(ctx, cfg, policy, d: Path, stage: str) -> dict:
     from dapo_bench.methods.dapo.critic import (
         calibration,
         critic_examples,
+        describe_skill,
         score_values,
         train_critic,
     )
@@ -192,8 +205,7 @@ def critic(ctx, cfg, policy, d: Path, stage: str) -> dict:
         vm, tok.pad_token_id, part, max_length=cfg.critic.max_length, on_batch=cb), vm)
     vm.save(tok, d / "critic")
     cal = calibration(preds, [y for _, y in held], bins=cfg.critic.bins)
-    ctx.log(f"critic: held-out Brier {cal['brier']} (constant predictor "
-            f"{cal.get('brier_constant')}), ECE {cal['ece']}")
+    ctx.log(f"critic skill: {describe_skill(cal)}")
     return {"n_train": len(train), "n_train_mc_states": sum(
                 x[3] for x in data if not _heldout(x[2], frac)),
             "n_heldout": len(held), "heldout": cal,
@@ -284,8 +296,11 @@ def actor(ctx, cfg, policy, d: Path, stage: str) -> dict:
         ctx.log("actor: no state kept by the advantage filter; the policy is unchanged")
         save_policy(model, tok, d / "actor")
         return {"steps": 0, "history": []}
+    from dapo_bench.training import budget
+
+    acfg = dataclasses.replace(cfg.actor, epochs=int(budget.epochs(ctx.ledger, cfg.actor.epochs)))
     st = train_actor(model, tok.pad_token_id, sts, ref["logprobs"], beta=cfg.beta,
-                     cfg=cfg.actor, seed=ctx.opts.seed, engine_cfg=ctx.engine_cfg,
+                     cfg=acfg, seed=ctx.opts.seed, engine_cfg=ctx.engine_cfg,
                      ledger=ctx.ledger, stage=stage)
     ctx.count(stage, st.counts)
     save_policy(model, tok, d / "actor")
@@ -302,6 +317,7 @@ def actor(ctx, cfg, policy, d: Path, stage: str) -> dict:
     _, final = dapo_actor_loss(flat(after), flat(ref["logprobs"]), adv, cfg.beta)
     ctx.log(f"actor: {st.steps} steps; after training loss {final['loss']:.4g}, sign agreement "
             f"{final['sign_agree']:.3f}, mean |log-ratio| {final['abs_log_ratio']:.3f}")
-    return {"steps": st.steps, "n_states": len(sts), "n_actions": int(adv.numel()),
+    return {"steps": st.steps, "epochs": round(st.epochs, 3),
+            "stopped": st.stopped or "epochs", "n_states": len(sts), "n_actions": int(adv.numel()),
             "after": final, "diagnostic_tokens_uncharged": diag_tokens,
             "history": st.history}
