@@ -107,19 +107,35 @@ def test_hf_backend_uses_the_current_cache_api(capfd):
 
 
 def test_log_numbers_are_formatted():
-    from dapo_bench.methods.dapo.stages import _num
+    """The critic's line once printed repr floats (Brier 0.24411448226639376)."""
+    from dapo_bench.methods.dapo.critic import describe_skill
 
-    assert _num(0.24411448226639376) == "0.2441" and _num(None) == "-"
+    line = describe_skill({"n": 60, "brier": 0.24411448226639376, "brier_constant": 0.25,
+                           "brier_skill": 0.023542070934424964, "ece": 0.4940591295560201,
+                           "bins": [0] * 10})
+    assert line == ("held-out states 60: Brier 0.2441 vs constant 0.2500 (skill +0.024), "
+                    "ECE 0.4941 (10 equal-width bins)")
 
 
-def test_a_stage_with_its_own_ledger_logs_what_it_spent():
-    from dapo_bench.methods.context import _flops_note
+def test_a_stage_with_its_own_ledger_logs_what_it_spent(tmp_path, capsys):
+    """The control SFT keeps its own ledger (its FLOPs are not the method's), so the run's
+    ledger has nothing for its stage: the line said "0 FLOPs" after spending 8.2e12."""
+    from dapo_bench.methods.base import RunOptions
+    from dapo_bench.methods.context import RunContext
 
-    # the control SFT: its FLOPs are in its own ledger, so the run's shows 0 for the stage
-    assert _flops_note({"flops": 8.2e12, "steps": 3}, 0.0) == \
-        "8.2e+12 FLOPs (own ledger, not the run's)"
-    assert _flops_note({}, 1.09e10) == "1.09e+10 FLOPs"
-    assert _flops_note({"arith": {}}, 0.0) == "0 FLOPs charged"
+    ctx = RunContext(tmp_path, RunOptions(), n_params=1000, method="dapo")
+    ctx.run_stage("control.sft", lambda: {"flops": 8.2e12, "steps": 3})
+    ctx.run_stage("it1.states", lambda: {"n": 5})
+
+    def charged():
+        ctx.ledger.add_inf("it1.rollouts", 500)
+        return {}
+
+    ctx.run_stage("it1.rollouts", charged)
+    err = capsys.readouterr().err
+    assert "stage control.sft: " in err and "s, 8.2e+12 FLOPs (own ledger, not the run's)" in err
+    assert "s, 0 FLOPs charged\n" in err and "s, 1e+06 FLOPs\n" in err
+    assert ctx.ledger.total_flops == 1e6  # the control's spend stays out of the run's ledger
 
 
 @pytest.mark.parametrize("umask", [0o022, 0o027])
