@@ -118,6 +118,17 @@ def test_bad_reply(cv):
         small.close()
 
 
+@pytest.mark.parametrize("frame", [b"\x05\x00\x00\x00{nope", b"\x00\x00\x30\x00" + b"x" * 64])
+def test_stdin_and_call_reports_that_do_not_decode_are_bad_reply(cv, frame):
+    write = ("import os\nfor fd in range(3, 64):\n    try:\n"
+             f"        os.write(fd, {frame!r})\n    except OSError:\n        pass\n")
+    v = cv.verify(write + "print(3)\n", {"inputs": ["\\n"], "outputs": ["3\\n"]})
+    assert v.reason == "bad_reply", v
+    v = cv.verify(write + "def f(x):\n    return x\n", {"inputs": [[1]], "outputs": [1],
+                                                       "fn_name": "f"})
+    assert v.reason == "bad_reply", v
+
+
 def test_worker_reply_that_does_not_decode_is_bad_reply():
     r, w = os.pipe()
     os.write(w, b"\x05\x00\x00\x00{nope")

@@ -213,6 +213,8 @@ class _Job:
                 handle(wire.parse_stream(buf))
             except ValueError:
                 killed = ("bad_reply", "corrupt report from the test process")
+        if killed is None and buf and cur < stop:
+            killed = ("bad_reply", f"a report cut short ({len(buf)} bytes left)")
         wstatus, ru = 0, None
         if not server:
             _, wstatus, ru = os.wait4(pid, 0)
