@@ -158,3 +158,23 @@ def test_program_death_is_judged(cv):
         assert v.reason == "time_limit", v
     finally:
         fast.close()
+
+
+def test_a_worker_whose_zygote_died_is_replaced():
+    """A new zygote forked late would hold earlier jobs' test code: the worker exits instead,
+    and the pool starts a fresh one before the next job."""
+    one = CodeVerifier(limits=LIM, workers=1)
+    tests = {"test_list": ["assert f(1) == 1"]}
+    try:
+        assert one.verify("def f(x):\n    return x\n", tests).passed
+        worker = one._get().pool._workers[0].proc.pid
+        with open(f"/proc/{worker}/task/{worker}/children") as f:
+            zygote = int(f.read().split()[0])  # forked first, at start-up
+        os.kill(zygote, 9)
+        time.sleep(0.2)
+        assert one.verify("def f(x):\n    return x\n", tests).reason == "sandbox_error"
+        v = one.verify("def f(x):\n    return x\n", tests)
+        assert v.passed, v
+        assert one._get().pool._workers[0].proc.pid != worker
+    finally:
+        one.close()

@@ -143,7 +143,11 @@ class Pool:
                 w = self._workers[i] = None
             if w is None:
                 w = self._workers[i] = self._spawn(i)
-            return w.call(job, job_timeout(job))
+            head, blobs = w.call(job, job_timeout(job))
+            if head.get("bye"):  # the worker is going away (its zygote died): start afresh
+                w.close()
+                self._workers[i] = None
+            return head, blobs
         except WorkerDied as e:
             if w is not None:
                 w.proc.kill()

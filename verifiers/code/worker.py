@@ -330,8 +330,9 @@ def main(argv: list[str] | None = None) -> None:
         except Exception as e:  # noqa: BLE001 - reported as sandbox_error for this job
             head, blobs = {"results": [], "fatal": {"fatal": f"worker: {e!r}"[:300]}}, []
         head["id"] = job.get("id")
+        head["bye"] = not zygote.alive()  # a new one forked now would hold earlier test code
         wire.send(out_fd, head, blobs)
-        if not zygote.alive():  # a new one forked now would hold earlier jobs' test code
+        if head["bye"]:
             break
     sys.exit(0)
 
