@@ -70,6 +70,10 @@ def register(app: typer.Typer) -> None:
         quiet: Annotated[bool, Opt(help="plain log lines, no progress bars")] = False,
     ) -> None:
         """Train a policy with a registered method (DAPO = Liu et al., step-level, offline)."""
+        if method not in METHOD_NAMES:  # before importing torch and the methods (seconds)
+            from dapo_bench.errors import UserError
+
+            raise UserError(f"--method {method!r}: unknown (methods: {', '.join(METHOD_NAMES)})")
         import torch
         from rich.console import Console
 
