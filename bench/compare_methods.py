@@ -4,7 +4,8 @@
 
 runs ``base`` (the reference policy, evaluated only), then ``sft``, ``rft``, ``dpo``, ``grpo``,
 ``ppo`` and ``dapo`` (DAPO, Liu et al., step-level), each with its ``toy`` preset and
-``--budget-flops F``, through the same ``run_training`` as ``dapo-bench train``. Each run writes
+``--budget-flops F`` (a target every method reaches within 5%, ``dapo_bench.training.budget``),
+through the same ``run_training`` as ``dapo-bench train``. Each run writes
 ``<out>/<method>/results.json`` (default out: ``leaderboards/runs/arith/main``, which the leaderboard
 globs); rerunning resumes (finished stages and evals are skipped). The table: greedy accuracy
 in distribution (``arith`` test) and out of distribution (``arith_ood``, 5-step chains) with
@@ -76,6 +77,7 @@ def table_rows(out: Path, results: dict[str, dict]) -> list[dict]:
                 row[f"{t}_gain"] = None if g is None else (g["diff"], g["stderr"])
             led = res.get("ledger") or {}
             row["flops"] = led.get("flops", 0.0)
+            row["ratio"] = (res.get("budget") or {}).get("ratio")
             stages = res.get("stage_seconds", {})
             row["train_s"] = sum(v for k, v in stages.items() if not k.startswith("eval."))
             prov = res["provenance"]  # a resumed run: its stages' seconds, not this process's
@@ -92,21 +94,26 @@ def _pct(v: tuple | None, signed: bool = False) -> str:
     return s + (f" ± {100 * se:.1f}" if se is not None else "")
 
 
+def _ratio(v: float | None) -> str:
+    return "-" if v is None else f"{v:.3f}"
+
+
 def render(rows: list[dict], budget: float) -> str:
     """The comparison as a Markdown table (also what the console shows)."""
     head = ("| method | arith acc % | gain vs base | arith_ood acc % | gain vs base | FLOPs | "
-            "train s | wall s |")
+            "spent/target | train s | wall s |")
     title = (f"Equal-compute comparison on arith, budget {budget:.3g} FLOPs (greedy; ± = "
              f"bootstrap stderr; gain = paired bootstrap vs base)")
-    lines = [title, "", head, "|" + "---|" * 8]
+    lines = [title, "", head, "|" + "---|" * 9]
     for r in rows:
         if r.get("error"):
-            lines.append(f"| {r['method']} | failed: {r['error']} |||||||")
+            lines.append(f"| {r['method']} | failed: {r['error']} ||||||||")
             continue
         lines.append(
             f"| {r['method']} | {_pct(r['arith'])} | {_pct(r['arith_gain'], True)} | "
             f"{_pct(r['arith_ood'])} | {_pct(r['arith_ood_gain'], True)} | "
-            f"{r['flops']:.3g} | {r['train_s']:.0f} | {r['wall_s'] or 0:.0f} |"
+            f"{r['flops']:.3g} | {_ratio(r.get('ratio'))} | "
+            f"{r['train_s']:.0f} | {r['wall_s'] or 0:.0f} |"
         )
     return "\n".join(lines)
 

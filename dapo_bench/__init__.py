@@ -8,7 +8,8 @@ The layout, top floor first (docs/architecture.md draws it and says why)::
     cli, commands/        the CLI: parses and calls the library
     methods/              one file or folder per training method (methods/dapo/: DAPO's stages,
                           advantages, actor, critic), the run (base, context) and its report
-    toy/                  the embedded tiny policy (tokenizer, model, build_ref)
+    toy/                  the embedded tiny policy (tokenizer, model, build_ref; it scores
+                          its checks with eval's paired bootstrap)
     training/             one training loop, engines, batches and log-probs, the one rollout path,
                           value model, online (GRPO/PPO) pieces, policy-gradient losses, SFT
     eval/                 generate + verify + score tasks, result files
@@ -35,7 +36,7 @@ ALLOWED_IMPORTS: dict[str, tuple[str, ...]] = {
     "leaderboard": (),
     "eval": ("generation", "tasks", "verifiers", "models"),
     "training": ("generation", "models", "verifiers"),
-    "toy": ("training", "generation", "models"),
+    "toy": ("training", "generation", "models", "eval"),
     "methods": ("training", "generation", "models", "eval", "tasks", "verifiers", "toy"),
     "commands": ("methods", "training", "generation", "models", "eval", "tasks", "verifiers",
                  "toy", "leaderboard"),

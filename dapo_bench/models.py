@@ -56,6 +56,12 @@ def _check_dir(path: str | os.PathLike) -> None:
     p = Path(path)
     if (str(path).startswith((".", "/", "~")) or p.exists()) and not (p / "config.json").is_file():
         raise UserError(f"{path}: not a model directory (no config.json)")
+    if (p / "config.json").is_file():
+        from dapo_bench.io import read_json
+
+        cfg = read_json(p / "config.json")  # binary bytes or bad JSON: FILE:LINE
+        if not isinstance(cfg, dict) or "model_type" not in cfg:
+            raise UserError(f"{p / 'config.json'}: not a model config (no 'model_type' field)")
 
 
 def load_tokenizer(path: str | os.PathLike) -> Any:
@@ -67,8 +73,8 @@ def load_tokenizer(path: str | os.PathLike) -> Any:
     _check_dir(path)
     try:
         tok = AutoTokenizer.from_pretrained(str(path))
-    except OSError as e:
-        raise UserError(f"{path}: cannot load the tokenizer ({str(e).splitlines()[0]})") from None
+    except Exception as e:  # noqa: BLE001 - a bad or corrupt model dir is the user's to fix
+        raise UserError(f"{path}: cannot load the tokenizer ({_first_line(e)})") from None
     if tok.pad_token_id is None:
         tok.pad_token = tok.eos_token
     tok.padding_side = "left"
@@ -83,9 +89,14 @@ def load_policy(path: str | os.PathLike, *, dtype: str = "float32", device: str 
     tok = load_tokenizer(path)
     try:
         model = AutoModelForCausalLM.from_pretrained(str(path), dtype=getattr(torch, dtype))
-    except OSError as e:
-        raise UserError(f"{path}: cannot load model ({str(e).splitlines()[0]})") from None
+    except Exception as e:  # noqa: BLE001 - config fields of a wrong type, {}, corrupt weights
+        raise UserError(f"{path}: cannot load model ({_first_line(e)})") from None
     return model.to(resolve_device(device)), tok
+
+
+def _first_line(e: BaseException) -> str:
+    lines = [ln for ln in str(e).splitlines() if ln.strip()]
+    return f"{type(e).__name__}: {lines[0][:200] if lines else ''}"
 
 
 def save_policy(model: Any, tokenizer: Any, out_dir: str | os.PathLike) -> Path:

@@ -11,8 +11,8 @@ import pytest
 import torch
 
 from dapo_bench.ledger import Ledger
-from dapo_bench.methods import budget
 from dapo_bench.methods.base import RunOptions, run_training
+from dapo_bench.training import budget
 
 F = 3e10
 TINY = {

@@ -41,9 +41,10 @@ def _row(md: str, label: str) -> list[str]:
 def test_main_table_values_deltas_bold_n(rendered):
     _, out = rendered
     md = (out / "arith.md").read_text()
-    main = md.split("## DAPO's beta ablation")[0]
+    main = md.split("## One seed, before the budget was a target")[1].split(
+        "## DAPO's beta ablation")[0]
     assert _row(main, "Base (reference policy)")[:3] == ["55.0 ± 1.1", "25.0 ± 1.4", "40.0 ± 0.9"]
-    dapo = _row(main, "DAPO (Liu et al., step-level)")
+    dapo = _row(main, "DAPO (MC values; Liu et al., step-level)")
     assert dapo[0] == "**64.0** ± 1.1 (+9.0)" and dapo[3] == "7.92e+09"
     assert _row(main, "GRPO")[0] == "61.0 ± 1.1 (+6.0)"  # not bold: DAPO's 64.0 is best
     assert _row(main, "n")[:2] == ["2000", "1000"]
@@ -55,13 +56,14 @@ def test_beta_and_iteration_tables(rendered):
     _, out = rendered
     md = (out / "arith.md").read_text()
     beta = md.split("## DAPO's beta ablation")[1].split("## Iterative DAPO")[0]
-    labels = [x.split("|")[1].strip() for x in beta.splitlines() if x.startswith("| DAPO, β")]
-    assert labels == ["DAPO, β = 0.01", "DAPO, β = 0.05", "DAPO, β = 0.2"]
+    labels = [x.split("|")[1].strip() for x in beta.splitlines() if x.startswith("| DAPO (MC values), β")]
+    assert labels == ["DAPO (MC values), β = 0.01", "DAPO (MC values), β = 0.05",
+                      "DAPO (MC values), β = 0.2"]
     it = md.split("## Iterative DAPO")[1].split("## Plots")[0]
-    assert _row(it, "DAPO iteration 1")[0] == "62.0 ± 1.1 (+7.0)"
+    assert _row(it, "DAPO (MC values) iteration 1")[0] == "62.0 ± 1.1 (+7.0)"
     # cumulative FLOPs from the ledger stages it1.* and it1.*+it2.*
-    assert _row(it, "DAPO iteration 1")[2] == "3.30e+09"
-    assert _row(it, "DAPO iteration 2")[2] == "7.92e+09"
+    assert _row(it, "DAPO (MC values) iteration 1")[2] == "3.30e+09"
+    assert _row(it, "DAPO (MC values) iteration 2")[2] == "7.92e+09"
 
 
 def test_bad_files_skipped_and_listed(rendered):

@@ -20,22 +20,24 @@ from test_sandbox_hostile import cv, run  # noqa: F401 - cv is the module fixtur
 pytestmark = pytest.mark.hostile
 
 _PATCH_MODULES = """
-import sys
+import sys, re
+_CMP = re.compile('eq|plain|match|same|close|pack')
 for _n, _m in list(sys.modules.items()):
     if _n.startswith('dapo_bench') and _m is not None:
         for _k, _v in list(vars(_m).items()):
-            if callable(_v) and not isinstance(_v, type):
+            if callable(_v) and not isinstance(_v, type) and _CMP.search(_k):
                 try:
                     setattr(_m, _k, lambda *a, **k: True)
                 except Exception:
                     pass
 """
 _GC_CODE = """
-import gc
+import gc, re
+_CMP = re.compile('eq|plain|match|same|close')
 _T = (lambda *a, **k: True).__code__
 for _o in gc.get_objects():
-    if type(_o).__name__ == 'function' and str(getattr(_o, '__module__', '')).startswith(
-            ('dapo_bench', 'unittest', 'math')):
+    if type(_o).__name__ == 'function' and _CMP.search(_o.__name__) and str(
+            getattr(_o, '__module__', '')).startswith(('dapo_bench', 'math')):
         try:
             _o.__code__ = _T
         except Exception:

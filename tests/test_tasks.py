@@ -104,8 +104,8 @@ def test_arith_builtin_splits():
     assert load_task("arith_ood", limit=3).problems[0].subjects["n_steps"] == "5"
     train = load_task("arith", split="rl_train", limit=3)
     assert train.split == "rl_train" and train.problems[0].id != p.id
-    with pytest.raises(UserError, match="unknown split 'dev'"):
-        load_task("arith", split="dev")
+    with pytest.raises(UserError, match="unknown split 'nosuch'"):
+        load_task("arith", split="nosuch")
 
 
 def test_offline_without_local_copy_names_file_and_flag():

@@ -99,7 +99,7 @@ def register(app: typer.Typer) -> None:
         from dapo_bench.dist import is_main
 
         if is_main():  # under torchrun every rank returns; one table is enough
-            from dapo_bench.methods.budget import describe
+            from dapo_bench.training.budget import describe
 
             Console(stderr=True).print(summary_table(res))
             if res.get("budget") is not None:

@@ -62,7 +62,9 @@ class Row:
 @dataclass(frozen=True)
 class Column:
     """A table column: a task metric (``task`` + ``metric``, a fraction rendered in percent
-    with its stderr and n), an ``average`` of other column ids, or a raw ``field`` of the
+    with its stderr and n), an ``average`` of other column ids, a ``gain`` (a task name: the
+    paired-bootstrap gain of the run's final policy over its reference on that task,
+    ``comparison.final_vs_reference``, in points with its stderr), or a raw ``field`` of the
     result file (e.g. ``ledger.flops``; ``format``: ``sci``, ``int`` or a format string).
     ``best`` picks the bold cell (``max``/``min``/``none``; default ``max`` for percentages,
     ``none`` for fields). ``group`` is a header spanning consecutive columns (LaTeX only)."""
@@ -72,6 +74,7 @@ class Column:
     task: str | None = None
     metric: str = "acc"
     average: list[str] = field(default_factory=list)
+    gain: str | None = None
     field: str | None = None
     format: str | None = None
     best: Literal["max", "min", "none"] | None = None
@@ -99,7 +102,9 @@ class Table:
     ``delta: row`` takes deltas against the base row (or each row's ``delta_to``);
     ``delta: column`` against ``base_column`` in the same row (the paper's Table 3 layout).
     ``pick`` resolves several files matching one row: ``error`` (default) or ``last``
-    (greatest run_id, then path)."""
+    (greatest run_id, then path). ``seeds: true`` instead aggregates every file a row matches
+    (one per seed, ``leaderboard.seeds``): the mean over seeds ± the standard error of that
+    mean, and a note per row with each seed's paired gains."""
 
     id: str
     title: str = ""
@@ -114,6 +119,7 @@ class Table:
     decimals: int = 1
     bold: bool = True
     pick: Literal["error", "last"] = "error"
+    seeds: bool = False
     reference: list[Reference] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
@@ -180,9 +186,10 @@ def _check(spec: Spec, p: Path) -> None:
         if len(set(col_ids)) != len(col_ids):
             raise UserError(f"{where}: duplicate column ids {col_ids}")
         for ci, c in enumerate(t.columns):
-            kinds = sum((c.task is not None, bool(c.average), c.field is not None))
+            kinds = sum((c.task is not None, bool(c.average), c.field is not None,
+                         c.gain is not None))
             if kinds > 1:
-                raise UserError(f"{where}.columns[{ci}]: give one of task, average, field")
+                raise UserError(f"{where}.columns[{ci}]: give one of task, average, gain, field")
             for a in c.average:
                 if a not in col_ids or a == c.id:
                     raise UserError(f"{where}.columns[{ci}].average: unknown column {a!r}")

@@ -23,6 +23,7 @@ from pathlib import Path
 from dapo_bench.errors import UserError
 from dapo_bench.leaderboard import spec as S
 from dapo_bench.leaderboard.runs import Run, matches, pick
+from dapo_bench.leaderboard.seeds import by_seed, run_gain, seed_cells, seed_note
 
 
 @dataclass
@@ -118,7 +119,11 @@ def _reference_rows(t: S.Table, load_spec: Callable[[str], S.Spec]) -> list[S.Ro
 def _measured_cells(t: S.Table, run: Run) -> dict[str, Cell]:
     cells: dict[str, Cell] = {}
     for c in t.columns:
-        if c.task is not None:
+        if c.gain is not None:
+            g = run_gain(run, c.gain)
+            if g is not None:
+                cells[c.id] = Cell(g[0], g[1], run.get(f"tasks.{c.gain}.n_problems"))
+        elif c.task is not None:
             m = run.task_metric(c.task, c.metric)
             if m is not None:
                 se = m.get("stderr")
@@ -165,6 +170,19 @@ def build_table(spec: S.Spec, t: S.Table, runs: list[Run],
         if r.values:
             cells = _published_cells(r)
             row = OutRow(rid, r.label or rid, "published", "published", r.group, r.base, cells)
+        elif t.seeds:
+            mine = [x for x in runs if matches(x, r.match)]
+            used += mine
+            if not mine:
+                row = OutRow(rid, r.label or rid, "missing", "", r.group, r.base, {})
+                notes.append(f"{r.label or rid}: no result file matched {_fmt_match(r.match)}.")
+            else:
+                row = OutRow(rid, r.label or rid, "measured", ", ".join(
+                    x.path for x in by_seed(mine)), r.group, r.base,
+                    seed_cells(t, mine, _measured_cells, Cell))
+                note = seed_note(t, r.label or rid, mine)
+                if note:
+                    notes.append(note)
         else:
             run = pick([x for x in runs if matches(x, r.match)], f"{where} row {rid}", t.pick)
             if run is None:

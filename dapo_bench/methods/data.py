@@ -140,11 +140,11 @@ class OfflineSampling:
 def rollout_stage(ctx: Any, cfg: OfflineSampling) -> tuple[list[Group], dict[str, tuple]]:
     """Stage ``rollouts``: sample and score on the reference policy; ``<run>/rollouts.jsonl``.
     Returns the groups and the prompt ids of each problem id. With a FLOP target
-    (``methods.budget``) sampling walks through the whole split, in order, until it has spent
+    (``training.budget``) sampling walks through the whole split, in order, until it has spent
     ``rollout_frac`` of the budget (training gets the rest); without one it samples the first
     ``n_problems``."""
     from dapo_bench.generation.base import SamplingParams
-    from dapo_bench.methods import budget
+    from dapo_bench.training import budget
     from dapo_bench.training.rollouts import sample_groups
 
     path = ctx.run_dir / "rollouts.jsonl"

@@ -8,7 +8,7 @@ log-probs once (cached, charged as inference), then minimises the DPO loss
 log pi_ref of the response; optional label smoothing). What it optimises: the margin by which
 the policy, relative to pi_ref, prefers verified-correct over wrong responses of the same prompt.
 
-With ``--budget-flops`` (a target, ``methods.budget``), sampling walks through the split until it
+With ``--budget-flops`` (a target, ``training.budget``), sampling walks through the split until it
 has spent ``rollout_frac`` of the budget, and training runs as many epochs as it takes to spend
 the rest.
 
@@ -27,10 +27,10 @@ import torch
 import torch.nn.functional as F
 
 from dapo_bench.ledger import Ledger
-from dapo_bench.methods import budget
 from dapo_bench.methods.base import MethodOutput, register_method, train_stage
 from dapo_bench.methods.data import OfflineSampling, as_groups, rollout_stage
 from dapo_bench.models import load_policy, save_policy
+from dapo_bench.training import budget
 from dapo_bench.training.batches import pack_pairs, sequence_logprobs
 from dapo_bench.training.engine import ONE_PROCESS, EngineConfig, OptimConfig, make_engine
 from dapo_bench.training.loop import LossOut, shuffled_batches, steps_for, train_loop

@@ -36,10 +36,10 @@ def check_online_config(cfg: Any) -> None:
 
 def run_online(ctx: Any, cfg: Any, train_fn: Callable) -> MethodOutput:
     """Run ``train_fn(policy, problems, cfg, ...)`` as the run's ``train`` stage."""
-    from dapo_bench.methods import budget
     from dapo_bench.methods.context import new_generator
     from dapo_bench.methods.data import Scorer, load_train_problems, load_train_task
     from dapo_bench.models import save_policy
+    from dapo_bench.training import budget
     from dapo_bench.training.online import OnlinePolicy
 
     check_online_config(cfg)

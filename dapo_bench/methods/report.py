@@ -41,7 +41,9 @@ def eval_policy(ctx: Any, model_dir: str, label: str) -> dict:
         )
         return {t: {**r["metrics"]["acc"], "n": r["n_problems"]} for t, r in res["tasks"].items()}
 
-    info = ctx.run_stage(f"eval.{label}", work, every_rank=True)
+    key = {"tasks": list(ctx.opts.eval_tasks), "limit": ctx.opts.eval_limit,
+           "max_new_tokens": ctx.opts.eval_max_new_tokens}  # other eval options: rerun it
+    info = ctx.run_stage(f"eval.{label}", work, every_rank=True, key=key)
     ctx.log("eval " + label + ": " + ", ".join(
         f"{t} {m['value']:.3f}±{m['stderr'] or 0:.3f}" for t, m in info.items()))
     return info
@@ -71,7 +73,7 @@ def run_control(ctx: Any, ref_dir: str, flops: float) -> str:
 
         pairs = train_problem_solutions(ctx)
         model, tok = load_policy(ref_dir)
-        from dapo_bench.methods import budget
+        from dapo_bench.training import budget
 
         led = Ledger(n_params=ctx.ledger.n_params, budget_flops=flops)
         cfg = SFTConfig(epochs=budget.epochs(led, 1.0), batch_size=ctx.opts.control_batch_size,
@@ -102,8 +104,8 @@ def train_results(ctx: Any, spec: Any, saved: dict, out: Any, t0: float,
     besides the schema's fields, ``train_data`` (which task and split trained, checked
     disjoint from the eval tasks) and ``counts`` (per stage: rows scored, contexts and
     responses cut to a ``max_length``; nothing is truncated silently)."""
-    from dapo_bench.methods import budget
     from dapo_bench.provenance import hash_path
+    from dapo_bench.training import budget
 
     started = now_utc()
     train_flops = ctx.ledger.total_flops

@@ -6,7 +6,7 @@ samples ``samples_per_prompt`` responses per training problem and the verifier s
 distinct verified-correct responses per problem. What it optimises: the likelihood of the
 policy's own successful solutions, i.e. a filtered behaviour-cloning step.
 
-With ``--budget-flops`` (a target, ``methods.budget``), sampling walks through the split until it
+With ``--budget-flops`` (a target, ``training.budget``), sampling walks through the split until it
 has spent ``rollout_frac`` of the budget, and training runs as many epochs as it takes to spend
 the rest.
 
@@ -21,10 +21,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from dapo_bench.methods import budget
 from dapo_bench.methods.base import MethodOutput, register_method, train_stage
 from dapo_bench.methods.data import OfflineSampling, as_groups, rollout_stage
 from dapo_bench.models import load_policy, save_policy
+from dapo_bench.training import budget
 from dapo_bench.training.engine import OptimConfig
 from dapo_bench.training.sft import SFTConfig, train_sft
 

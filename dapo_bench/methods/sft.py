@@ -4,7 +4,7 @@ A thin method around ``dapo_bench.training.sft.train_sft`` (the same loop that b
 reference policy): mean next-token cross-entropy on the solution tokens of (prompt, gold
 solution) pairs from the training split. What it optimises: imitation of the reference
 solutions. At equal FLOPs it is the "more SFT" control that every RL gain must beat; with
-``--budget-flops`` it runs as many epochs as reaching the budget takes (``methods.budget``).
+``--budget-flops`` it runs as many epochs as reaching the budget takes (``training.budget``).
 
 Not covered: tasks without gold solutions (it raises a UserError naming the task).
 """
@@ -14,9 +14,9 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from dapo_bench.methods import budget
 from dapo_bench.methods.base import MethodOutput, register_method, train_stage
 from dapo_bench.models import load_policy, save_policy
+from dapo_bench.training import budget
 from dapo_bench.training.loop import steps_for
 from dapo_bench.training.sft import SFTConfig, train_sft
 

@@ -2,14 +2,29 @@
 
     python -m dapo_bench.toy.build_ref --out dapo_bench/assets/arith-ref
 
-Trains a freshly initialised (seeded) ``tiny_llama`` on the ``sft`` split (a fixed, limited
-set) for ``--epochs`` passes with a cosine learning rate, so that it ends on a plateau rather
-than on the steep part of the learning curve. Then it writes the model directory (config,
-safetensors, tokenizer) and ``build_info.json`` beside it: the learning curve, greedy accuracy
-on ``test`` and ``test_ood`` (overall and per number of steps), where wrong answers first go
-wrong, and a plateau check (accuracy after ``--plateau-epochs`` more SFT epochs on a copy; the
-copy is not saved). Not covered: hyper-parameter search; the numbers it prints are for this
-seed and machine.
+Trains a freshly initialised (seeded) ``tiny_llama`` on the first ``--sft-size`` problems of
+the ``sft`` split for ``--epochs`` passes with a cosine learning rate, so that it ends on a
+plateau rather than on the steep part of the learning curve. Then it writes the model directory
+(config, safetensors, tokenizer) and ``build_info.json`` beside it: the learning curve, greedy
+accuracy on ``test`` and ``test_ood`` (overall and per number of steps), where wrong answers
+first go wrong, and two plateau checks on copies (not saved):
+
+- ``plateau``: accuracy after ``--plateau-epochs`` more SFT epochs on the same set;
+- ``continuation`` (``--continuation-flops F``, the paper's regime): an equal-compute
+  continuation, SFT on the gold solutions of the RL training problems (``rl_train``) for F
+  FLOPs with the SFT control's settings (``training.sft.CONTROL_LR`` / ``CONTROL_BATCH_SIZE``),
+  and its paired-bootstrap gain on ``test`` and ``test_ood``. A reference in the paper's regime
+  gains less than 1 point (``in_paper_regime``); a data-limited one gains many (the shipped
+  36% reference: +44 points at 8.2e12 FLOPs, the control of the default DAPO run).
+
+``--early-stop N`` ends training when the quick eval (on the ``dev`` split, carved from the RL
+training problems, never on ``test``) has not improved by ``--early-stop-delta`` for N evals.
+
+    # the paper's regime (~hours on one core): many problems, then the continuation check
+    python -m dapo_bench.toy.build_ref --out /tmp/arith-ref-big --sft-size 30000 --epochs 12 \
+        --early-stop 2 --continuation-flops 9e12
+
+Not covered: hyper-parameter search; the numbers it prints are for this seed and machine.
 """
 
 from __future__ import annotations
@@ -56,12 +71,16 @@ def first_wrong_line(row: dict, text: str) -> str:
     return "boxed"
 
 
-def evaluate(model, tok, rows: list[dict], batch_size: int = 128) -> dict:
-    """Greedy accuracy on ``rows`` (overall, per n_steps) and where wrong answers go wrong."""
+def evaluate(model, tok, rows: list[dict], batch_size: int = 128, scores: dict | None = None
+             ) -> dict:
+    """Greedy accuracy on ``rows`` (overall, per n_steps) and where wrong answers go wrong;
+    ``scores`` (a dict) receives each problem's 1.0/0.0 by id (for paired comparisons)."""
     gen = HFGenerator.from_model(model, tok, batch_size=batch_size)
     prompts = [PROMPT_TEMPLATE.format(question=r["question"]) for r in rows]
     outs = gen.generate(prompts, SamplingParams(max_new_tokens=MAX_NEW_TOKENS))
     ok = [is_correct(o[0].text, r["answer"]) for o, r in zip(outs, rows)]
+    if scores is not None:
+        scores.update({r["id"]: float(c) for r, c in zip(rows, ok)})
     by_steps: dict[int, list[bool]] = {}
     for r, c in zip(rows, ok):
         by_steps.setdefault(r["n_steps"], []).append(c)
@@ -102,6 +121,45 @@ def plateau_checks(model, tok, pairs, test, before, epochs, lrs, batch_size, see
     return out
 
 
+def _stalled(curve: list[dict], patience: int, delta: float) -> bool:
+    """True when the last ``patience`` dev evals improved on the best before them by less than
+    ``delta``."""
+    if len(curve) <= patience:
+        return False
+    best_before = max(c["dev_acc"] for c in curve[:-patience])
+    return max(c["dev_acc"] for c in curve[-patience:]) < best_before + delta
+
+
+def continuation_check(model, tok, flops: float, seed: int, n_eval: int | None = None) -> dict:
+    """An equal-compute continuation of SFT on the RL training problems' gold solutions (the
+    SFT control's settings), on a copy: its FLOPs, steps, epochs and paired gains on the
+    first ``n_eval`` (default: all) problems of ``test`` and ``test_ood``."""
+    from dapo_bench.eval.metrics import paired_bootstrap
+    from dapo_bench.ledger import Ledger
+    from dapo_bench.training import budget
+    from dapo_bench.training.sft import CONTROL_BATCH_SIZE, CONTROL_LR
+    before: dict[str, dict] = {"test": {}, "test_ood": {}}
+    after: dict[str, dict] = {"test": {}, "test_ood": {}}
+    for split, sc in before.items():
+        evaluate(model, tok, make_split(split, n_eval), scores=sc)
+    more = copy.deepcopy(model)
+    led = Ledger(n_params=count_params(model), budget_flops=flops)
+    cfg = SFTConfig(epochs=budget.epochs(led, 1.0), batch_size=CONTROL_BATCH_SIZE,
+                    seed=seed + 2000, log_every=10**9, optim=OptimConfig(lr=CONTROL_LR))
+    st = train_sft(more, tok, sft_rows(tok, sft_pairs(make_split("rl_train"))), cfg, ledger=led)
+    out = {"flops": led.total_flops, "target_flops": flops, "steps": st.steps,
+           "epochs": round(st.epochs, 3), "lr": CONTROL_LR,
+           "batch_size": CONTROL_BATCH_SIZE}
+    for split, sc in after.items():
+        evaluate(more, tok, make_split(split, n_eval), scores=sc)
+        g = paired_bootstrap(before[split], sc)
+        out[split] = {"before": g["a"], "after": g["b"], "gain": g["diff"],
+                      "stderr": g["stderr"], "ci95": g["ci95"]}
+    out["in_paper_regime"] = out["test"]["gain"] < 0.01
+    typer.echo(f"continuation check: {out}")
+    return out
+
+
 def build(
     out: Annotated[Path, typer.Option(help="Directory to write the model to (replaced).")],
     epochs: Annotated[int, typer.Option(help="SFT passes over the sft split.")] = 30,
@@ -117,6 +175,17 @@ def build(
         Optional[list[float]],  # noqa: UP045 (typer needs Optional)
         typer.Option(help="Learning rate(s) of the plateau check [default: 1e-4 and 5e-4]."),
     ] = None,
+    continuation_flops: Annotated[
+        float, typer.Option(help="FLOPs of the equal-compute continuation check on rl_train's "
+                                 "gold solutions (0: skip).")
+    ] = 0.0,
+    early_stop: Annotated[
+        int, typer.Option(help="Stop after this many quick evals on dev without improvement "
+                               "(0: train all --epochs).")
+    ] = 0,
+    early_stop_delta: Annotated[
+        float, typer.Option(help="Improvement (accuracy fraction) that resets --early-stop.")
+    ] = 0.005,
     check_only: Annotated[
         bool, typer.Option(help="Skip training: re-evaluate the model in --out, redo the checks.")
     ] = False,
@@ -140,6 +209,8 @@ def build(
         info["plateau"] = plateau_checks(
             model, tok, pairs, test, before, plateau_epochs, plateau_lr, batch_size, seed
         )
+        if continuation_flops:
+            info["continuation"] = continuation_check(model, tok, continuation_flops, seed)
         atomic_write_json(Path(out) / "build_info.json", info)
         return
     tok = build_char_tokenizer()
@@ -155,12 +226,14 @@ def build(
         optim=OptimConfig(lr=lr, weight_decay=0.0),
     )
     curve: list[dict] = []
+    dev = make_split("dev", eval_n)  # quick evals and early stopping: dev, never test
 
     def on_epoch(epoch: int, st) -> bool:
         if eval_every and (epoch % eval_every == 0 or epoch == epochs):
-            acc = evaluate(model, tok, test[:eval_n])["accuracy"]
-            curve.append({"epoch": epoch, "step": st.steps, "loss": st.loss, "test_acc": acc})
-            typer.echo(f"epoch {epoch} step {st.steps} loss {st.loss:.4f} acc@{eval_n} {acc:.3f}")
+            acc = evaluate(model, tok, dev)["accuracy"]
+            curve.append({"epoch": epoch, "step": st.steps, "loss": st.loss, "dev_acc": acc})
+            typer.echo(f"epoch {epoch} step {st.steps} loss {st.loss:.4f} dev@{eval_n} {acc:.3f}")
+            return early_stop > 0 and _stalled(curve, early_stop, early_stop_delta)
         return False
 
     def on_log(st) -> None:
@@ -182,6 +255,7 @@ def build(
         batch_size,
         seed,
     )
+    cont = continuation_check(model, tok, continuation_flops, seed) if continuation_flops else None
     info = {
         "command": "python -m dapo_bench.toy.build_ref",
         "n_params": count_params(model),
@@ -203,6 +277,8 @@ def build(
         "loss_history": stats.history,
         "final": final,
         "plateau": plateau,
+        "continuation": cont,
+        "stopped": stats.stopped or "epochs",
         "versions": package_versions(),
     }
     atomic_write_json(Path(out) / "build_info.json", info)

@@ -1,9 +1,10 @@
 """The checker process of assert-based tests: it runs the test code and never a line of the
 program's.
 
-Forked by the worker (`worker._Job`), confined like a program (`layers.confine_child`) under
-its own uid, with its own temp dir. It holds the write end of the report pipe, which the
-program process never has. In the namespace the checks run in, the target names (`scan.targets`)
+A server: forked by the worker at start-up (`Checker`), confined once like a program
+(`layers.confine_child`) under its own uid, with its own temp dir, and reused for every job of
+that worker (started again after a death or a wall-clock overrun). Per chunk of checks it gets
+the report pipe, which the program process never has, and its two pipes to the program. In the namespace the checks run in, the target names (`scan.targets`)
 are `proxy.Remote` proxies of what the program process defines; everything else (built-ins,
 ``math.isclose``, ``AssertionError``, the test's helpers, HumanEval's prompt) is the checker's
 own, which nothing of the program can reach. A check's status: ok, wrong_answer (an assertion
@@ -16,6 +17,9 @@ from __future__ import annotations
 
 import builtins
 import os
+import resource
+import signal
+import socket
 import sys
 
 from dapo_bench.verifiers.code import child, harness, layers, proxy, wire
@@ -34,7 +38,7 @@ def _status(e: BaseException) -> str:
 
 
 def _checks(job: dict, lim: Limits, start: int, stop: int, ch: proxy.Channel, send) -> None:
-    hard = int(harness.cpu_used() + lim.time_s * (stop - start) + 3)
+    hard = resource.RLIM_INFINITY  # a server: its hard limit could never be raised again
     harness.cpu_budget(lim.time_s, hard)
 
     def all_fail(status: str, error: str) -> None:
@@ -78,37 +82,111 @@ def _checks(job: dict, lim: Limits, start: int, stop: int, ch: proxy.Channel, se
         if cpu > lim.time_s and status == "ok":
             status, err = "time_limit", f"checker CPU {cpu:.2f}s over {lim.time_s:g}s"
         send(i=k, status=status, error=err, cpu=cpu, calls=ch.calls - calls0)
-        if ch.broken is not None or (lim.fail_fast and status in child.FAILS):
+        if lim.fail_fast and status in child.FAILS:
             return
     if stop == len(checks):
         send(done=job["token"])
 
 
-def run(job: dict, start: int, stop: int, fds: tuple[int, int, int], uid: int | None,
-        tmpdir: str, abi: int, bpf: bytes | None) -> None:
-    """Entry point in the forked checker (``fds``: request write end, reply read end, report
-    pipe); never returns."""
-    req_fd, rep_fd, res_fd = fds
+CHECKER_LIMITS = Limits(time_s=4.0, memory_mb=4096, nproc=16)  # for test code, not programs
+_GO = b"C"
+
+
+def _serve(sock: socket.socket, uid: int | None, tmpdir: str, abi: int, bpf) -> None:
+    """The checker server, forked by the worker once and confined once; never returns. Per
+    chunk it receives the three pipe ends (request write end, reply read end, report pipe) and
+    the job, runs the checks, and closes the pipes (the worker sees the end of the report)."""
+    failed = ""
     try:
-        child.close_others(set(fds))
+        child.close_others({sock.fileno()})
         devnull = os.open(os.devnull, os.O_RDWR)
         for fd in (0, 1, 2):
             os.dup2(devnull, fd)
         os.close(devnull)
-        lim = Limits.from_dict(job["limits"])
-        layers.confine_child(uid, tmpdir, lim, abi, bpf)
+        layers.confine_child(uid, tmpdir, CHECKER_LIMITS, abi, bpf)
         sys.stderr = sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - as long as the process
-    except BaseException as e:  # noqa: BLE001
+    except BaseException as e:  # noqa: BLE001 - every chunk is then a sandbox_error
+        failed = f"checker confinement failed: {e!r}"[:300]
+    while True:
+        resource.setrlimit(resource.RLIMIT_CPU, (resource.RLIM_INFINITY,) * 2)
         try:
-            wire.send(res_fd, {"fatal": f"checker confinement failed: {e!r}"[:300]})
-        finally:
+            data, fds, _flags, _addr = socket.recv_fds(sock, 1, 3)
+            msg = wire.recv(sock.fileno()) if data == _GO and len(fds) == 3 else None
+        except OSError:
             os._exit(0)
-    try:
-        ch = proxy.Channel(req_fd, rep_fd, int(lim.output_mb * 1024 * 1024) + 4096)
-        _checks(job, lim, start, stop, ch, lambda **m: wire.send(res_fd, m))
-    except BaseException as e:  # noqa: BLE001
+        if msg is None:
+            os._exit(0)
+        req_fd, rep_fd, res_fd = fds
+        send = (lambda fd=res_fd, **m: wire.send(fd, m))
         try:
-            wire.send(res_fd, {"fatal": f"checker: {e!r}"[:300]})
-        except BaseException:  # noqa: BLE001, S110 - the report pipe may be gone
+            if failed:
+                raise RuntimeError(failed)
+            job, start, stop = msg[0]["job"], int(msg[0]["start"]), int(msg[0]["stop"])
+            lim = Limits.from_dict(job["limits"])
+            ch = proxy.Channel(req_fd, rep_fd, int(lim.output_mb * 1024 * 1024) + 4096)
+            _checks(job, lim, start, stop, ch, send)
+        except BaseException as e:  # noqa: BLE001
+            try:
+                send(fatal=failed or f"checker: {e!r}"[:300])
+            except BaseException:  # noqa: BLE001, S110 - the report pipe may be gone
+                pass
+        finally:
+            for fd in fds:
+                os.close(fd)
+
+
+class Checker:
+    """The worker's handle on its checker server (started again after it died or was
+    killed)."""
+
+    def __init__(self, uid: int | None, tmpdir: str, abi: int, bpf, close: tuple[int, ...]):
+        self.uid, self.tmpdir, self.abi, self.bpf, self.close = uid, tmpdir, abi, bpf, close
+        self.pid: int | None = None
+        self.sock: socket.socket | None = None
+
+    def _start(self) -> None:
+        self.sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.pid = os.fork()
+        if self.pid == 0:
+            try:
+                self.sock.close()
+                for fd in self.close:
+                    os.close(fd)
+                _serve(theirs, self.uid, self.tmpdir, self.abi, self.bpf)
+            finally:
+                os._exit(0)
+        theirs.close()
+
+    def run(self, job: dict, start: int, stop: int, fds: tuple[int, int, int],
+            others: tuple[int, ...]) -> int:
+        """Hand a chunk to the server (started if needed; ``others``: descriptors a new one
+        must not keep); -> its pid."""
+        if self.pid is None:
+            self.close = tuple(others)
+            self._start()
+        try:
+            socket.send_fds(self.sock, [_GO], list(fds))
+            wire.send(self.sock.fileno(), {"job": job, "start": start, "stop": stop})
+        except OSError:
+            self.stop()
+            self._start()
+            socket.send_fds(self.sock, [_GO], list(fds))
+            wire.send(self.sock.fileno(), {"job": job, "start": start, "stop": stop})
+        return self.pid
+
+    def stop(self) -> int | None:
+        """Kill the server (after a wall-clock overrun or a death); -> its wait status."""
+        if self.pid is None:
+            return None
+        try:
+            os.killpg(self.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
             pass
-    os._exit(0)
+        try:
+            os.kill(self.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        _, wstatus = os.waitpid(self.pid, 0)
+        self.sock.close()
+        self.pid, self.sock = None, None
+        return wstatus

@@ -22,8 +22,9 @@ import threading
 import time
 from pathlib import Path
 
-import dapo_bench
 from dapo_bench.verifiers.code import probe, wire
+
+import dapo_bench
 
 _ENV = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "HOME": "/nonexistent",
         "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
@@ -123,6 +124,11 @@ class Pool:
         except BaseException:
             self.close()
             raise
+
+    @property
+    def checker_uids(self) -> set[int]:
+        """The uids of the workers' checker servers (they live as long as their worker)."""
+        return set(self._uids[self.size:])
 
     def _spawn(self, i: int) -> _Worker:
         tmp = os.path.join(self._base, f"w{i}")

@@ -2,12 +2,14 @@
 
 Started by `pool.Pool` (one per core) as a fresh interpreter, so nothing of the parent's
 memory (expected outputs included) is in it. It sets up its namespaces once, imports the
-modules programs commonly use, says hello, then serves jobs read from fd 0: for each it forks
-confined children (see `child`) over chunks of the program's tests, acts as their per-test
-wall-clock watchdog, judges a child's death, reads each test's stdout from the memfd it gave
-the child, and makes sure no process of its sandbox uid outlives the job. Results go to fd 1.
+modules programs commonly use, forks its `zygote` (before any job), says hello, then serves
+jobs read from fd 0. Stdin and call-based: it forks confined children (see `child`) over chunks
+of the program's tests, reads each test's stdout from the memfd it gave the child.
+Assert-based: per chunk, the zygote forks the program process and the `checker` server gets the
+checks and the pipes between the two. Either way it is the per-test wall-clock watchdog, judges
+deaths, and makes sure no process of the program's uid outlives the job. Results go to fd 1.
 
-It never runs untrusted code itself, and holds no expected outputs.
+It never runs untrusted code itself, and holds no expected outputs of stdin or call tests.
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ import sys
 import tempfile
 import time
 
-from dapo_bench.verifiers.code import checker, child, harness, landlock, layers, wire  # noqa: F401
+from dapo_bench.verifiers.code import child, harness, landlock, layers, wire  # noqa: F401
+from dapo_bench.verifiers.code.checker import Checker
 from dapo_bench.verifiers.code.zygote import Zygote
 
 PRELOAD = (
@@ -80,10 +83,10 @@ class _Job:
     """One program: forks children over chunks of its tests and watches them."""
 
     def __init__(self, job: dict, uid, tmpdir: str, abi: int, bpf, keep_fds: tuple,
-                 checker: tuple | None = None, zygote: Zygote | None = None):
+                 checker: Checker | None = None, zygote: Zygote | None = None):
         self.job, self.uid, self.tmpdir, self.abi, self.bpf = job, uid, tmpdir, abi, bpf
         self.keep_fds = keep_fds
-        self.checker, self.zygote = checker, zygote  # (uid, temp dir) of the checker
+        self.checker, self.zygote = checker, zygote  # assert-based tests only
         self.kind = job["kind"]
         self.lim = job["limits"]
         self.wall = self.lim.get("wall_s") or 2 * self.lim["time_s"] + 1
@@ -138,8 +141,7 @@ class _Job:
                                  req_r, rep_w)
         os.close(req_r)
         os.close(rep_w)
-        pid = self._fork(checker.run, self.job, start, stop, (req_w, rep_r, w),
-                         self.checker[0], self.checker[1], self.abi, self.bpf)
+        pid = self.checker.run(self.job, start, stop, (req_w, rep_r, w), self.keep_fds)
         for fd in (req_w, rep_r, w):
             os.close(fd)
         return pid, r, prog
@@ -194,7 +196,8 @@ class _Job:
             if len(buf) > 1 << 20:
                 killed = ("bad_reply", "report over 1 MiB")
                 break
-        for group in (pid, prog):
+        server = prog is not None  # the checker server lives on, unless it failed
+        for group in (prog,) if server and killed is None and not exited else (pid, prog):
             try:
                 if group is not None:
                     os.killpg(group, signal.SIGKILL)  # the process and all it started
@@ -210,7 +213,11 @@ class _Job:
                 handle(wire.parse_stream(buf))
             except ValueError:
                 killed = ("bad_reply", "corrupt report from the test process")
-        _, wstatus, ru = os.wait4(pid, 0)
+        wstatus, ru = 0, None
+        if not server:
+            _, wstatus, ru = os.wait4(pid, 0)
+        elif killed is not None or exited:
+            wstatus, ru = self.checker.stop(), None
         os.close(r)
         os.close(pidfd)
         if prog is not None:
@@ -221,10 +228,13 @@ class _Job:
             nxt = -1
         elif cur < stop and not halt:  # died, or killed by us, during test `cur`
             self.abnormal = True
-            cpu = ru.ru_utime + ru.ru_stime
-            st, err = killed or _death(wstatus, cpu, self.lim, self.kind)
-            if prog is not None and killed is None:
-                st, err = "checker_crashed", "the checker " + err.split("(")[0].strip()
+            cpu = ru.ru_utime + ru.ru_stime if ru is not None else 0.0
+            if server and killed is None:
+                if not exited:
+                    self.checker.stop()
+                st, err = "checker_crashed", f"the checker stopped before test {cur}"
+            else:
+                st, err = killed or _death(wstatus, cpu, self.lim, self.kind)
             self._record(cur, {"status": st, "error": err, "cpu": cpu},
                          outs[cur - start] if outs else -1, t_test)
             nxt = -1 if fail_fast and st in child.FAILS else cur + 1
@@ -252,8 +262,6 @@ class _Job:
             start = self._chunk(start)
         if self.abnormal or self.fatal:
             _sweep(self.uid)
-            if self.checker is not None:
-                _sweep(self.checker[0])
         _reap()
         results = [dict(self.results[k], i=k) for k in sorted(self.results)]
         head = {"results": results, "tokens": self.tokens, "seconds": time.monotonic() - self.t0,
@@ -262,19 +270,14 @@ class _Job:
 
 
 def run_job(job: dict, uid, tmp_base: str, abi: int, bpf, keep_fds: tuple,
-            checker_uid=None, zygote: Zygote | None = None):
-    tmpdirs = [tempfile.mkdtemp(dir=tmp_base)]
+            checker: Checker | None = None, zygote: Zygote | None = None):
+    tmpdir = tempfile.mkdtemp(dir=tmp_base)
     try:
-        chk = None
-        if job.get("kind") == "assert":
-            if zygote is None:
-                raise RuntimeError("no zygote for assert-based tests")
-            tmpdirs.append(tempfile.mkdtemp(dir=tmp_base))
-            chk = (checker_uid, tmpdirs[1])
-        return _Job(job, uid, tmpdirs[0], abi, bpf, keep_fds, chk, zygote).run()
+        if job.get("kind") == "assert" and (zygote is None or checker is None):
+            raise RuntimeError("no zygote or checker for assert-based tests")
+        return _Job(job, uid, tmpdir, abi, bpf, keep_fds, checker, zygote).run()
     finally:
-        for d in tmpdirs:
-            shutil.rmtree(d, ignore_errors=True)
+        shutil.rmtree(tmpdir, ignore_errors=True)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -307,6 +310,9 @@ def main(argv: list[str] | None = None) -> None:
         except ImportError:
             pass
     zygote = Zygote(abi, bpf, (jobs_fd, out_fd))  # before any job: it never sees a test
+    chk_dir = os.path.join(args.tmp, "checker")
+    os.makedirs(chk_dir, mode=0o700, exist_ok=True)
+    chk = Checker(checker_uid, chk_dir, abi, bpf, ())
     wire.send(out_fd, {"hello": True, "ns": ns, "ns_error": ns_error, "abi": abi,
                        "uid": uid, "pid": os.getpid(), "seccomp_error": bpf_error})
     while True:
@@ -315,8 +321,10 @@ def main(argv: list[str] | None = None) -> None:
             break
         job = msg[0]
         try:
-            head, blobs = run_job(job, uid, args.tmp, abi, bpf,
-                                  (jobs_fd, out_fd, zygote.sock.fileno()), checker_uid, zygote)
+            keep = (jobs_fd, out_fd, zygote.sock.fileno())
+            if chk.sock is not None:
+                keep += (chk.sock.fileno(),)
+            head, blobs = run_job(job, uid, args.tmp, abi, bpf, keep, chk, zygote)
         except Exception as e:  # noqa: BLE001 - reported as sandbox_error for this job
             head, blobs = {"results": [], "fatal": {"fatal": f"worker: {e!r}"[:300]}}, []
         head["id"] = job.get("id")

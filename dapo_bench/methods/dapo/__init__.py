@@ -54,7 +54,7 @@ class DapoConfig:
         (that mean shrunk towards the critic with weight ``mc_prior``).
     mc_prior: the critic's weight, in completions, for "critic_mc" (default 1.0).
     gen_chunk: states/problems per generation call (the unit of resumption).
-    data_frac: with ``--budget-flops`` (a target, ``methods.budget``): the share of each
+    data_frac: with ``--budget-flops`` (a target, ``training.budget``): the share of each
         iteration's part of the budget (1/iterations of it) that the sampling stages (rollouts,
         MC labels) may spend; states left unlabelled are counted. The critic and the actor
         spend the rest: the actor trains as many epochs as reaching the iteration's part takes.
@@ -144,8 +144,8 @@ def train_dapo(ctx: RunContext, cfg: DapoConfig) -> MethodOutput:
 
 
 def _iteration(ctx: RunContext, cfg: DapoConfig, k: int, policy: str) -> dict:
-    from dapo_bench.methods import budget
     from dapo_bench.methods.dapo import stages as st
+    from dapo_bench.training import budget
 
     d = ctx.run_dir / f"it{k}"
     d.mkdir(parents=True, exist_ok=True)

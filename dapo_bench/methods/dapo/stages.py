@@ -63,7 +63,7 @@ def _params(ctx: Any, cfg: Any, scorer: Any, salt: int, k: int) -> SamplingParam
 
 def _until(ctx: Any):
     """A budget stop for a sampling stage (None without a FLOP target: ranks run free)."""
-    from dapo_bench.methods import budget
+    from dapo_bench.training import budget
 
     return None if budget.target(ctx.ledger) is None else ctx.ledger.exhausted
 
@@ -296,7 +296,7 @@ def actor(ctx, cfg, policy, d: Path, stage: str) -> dict:
         ctx.log("actor: no state kept by the advantage filter; the policy is unchanged")
         save_policy(model, tok, d / "actor")
         return {"steps": 0, "history": []}
-    from dapo_bench.methods import budget
+    from dapo_bench.training import budget
 
     acfg = dataclasses.replace(cfg.actor, epochs=int(budget.epochs(ctx.ledger, cfg.actor.epochs)))
     st = train_actor(model, tok.pad_token_id, sts, ref["logprobs"], beta=cfg.beta,
