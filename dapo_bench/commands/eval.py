@@ -8,7 +8,13 @@ from typing import Annotated
 
 import typer
 
-from dapo_bench.commands.common import MAX_NEW_TOKENS_HELP, NAMES, examples, split_names
+from dapo_bench.commands.common import (
+    MAX_NEW_TOKENS_HELP,
+    NAMES,
+    examples,
+    quiet_accelerator_probe,
+    split_names,
+)
 
 Opt = typer.Option
 EXAMPLES = examples(
@@ -83,6 +89,7 @@ def register(app: typer.Typer) -> None:
             data_dir, files), suite)
         run_dir = out / rid
         print(f"run {rid} -> {run_dir} (the same command resumes it)", file=sys.stderr)
+        quiet_accelerator_probe()
         results = evaluate(
             model, names, run_dir=run_dir, n=n, temperature=temperature, top_p=top_p,
             max_new_tokens=max_new_tokens, seed=seed, limit=limit, backend=backend,

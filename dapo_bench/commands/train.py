@@ -14,7 +14,13 @@ from typing import Annotated
 import typer
 from typer import Option as Opt
 
-from dapo_bench.commands.common import MAX_NEW_TOKENS_HELP, NAMES, examples, split_names
+from dapo_bench.commands.common import (
+    MAX_NEW_TOKENS_HELP,
+    NAMES,
+    examples,
+    quiet_accelerator_probe,
+    split_names,
+)
 from dapo_bench.methods import METHOD_NAMES
 
 EXAMPLES = examples(
@@ -76,6 +82,8 @@ def register(app: typer.Typer) -> None:
             raise UserError(f"--method {method!r}: unknown (methods: {', '.join(METHOD_NAMES)})")
         import torch
         from rich.console import Console
+
+        quiet_accelerator_probe()
 
         from dapo_bench.methods.base import RunOptions, flag_overrides, run_training, task_spec
 
