@@ -28,7 +28,8 @@ def register(app: typer.Typer) -> None:
     @app.command("eval", epilog=EXAMPLES)
     def eval_cmd(
         suite: Annotated[str | None, Opt(
-            "--suite", help="a suite of tasks: math | code | arith | all (see 'dapo-bench list')")] = None,
+            "--suite",
+            help="a suite of tasks: math | code | arith | all (see 'dapo-bench list')")] = None,
         tasks: Annotated[list[str] | None, Opt(
             "--tasks", metavar=NAMES, help="tasks, comma-separated or repeated")] = None,
         model: Annotated[str | None, Opt(
@@ -44,7 +45,8 @@ def register(app: typer.Typer) -> None:
         data_dir: Annotated[Path | None, Opt(
             "--data-dir", help="local benchmark files: DIR/math/gsm8k.jsonl, DIR/code/...")] = None,
         data_file: Annotated[list[str] | None, Opt(
-            "--data-file", metavar="TASK=PATH", help="TASK=PATH: a task's JSONL/JSON/parquet file (repeat)")] = None,
+            "--data-file", metavar="TASK=PATH",
+            help="a task's own JSONL/JSON/parquet file (repeat)")] = None,
         out: Annotated[Path, Opt("--out", help="parent directory of run dirs")] = Path("runs"),
         run_id: Annotated[str | None, Opt(
             "--run-id", help="run directory name; reuse one to resume it")] = None,
