@@ -104,9 +104,13 @@ def iter_jsonl_lines(path: str | os.PathLike, *,
     """``iter_jsonl`` with each object's line number (for ``FILE:LINE`` messages)."""
     path = Path(path)
     if allow_partial_tail and path.is_file():  # a kill may cut a multi-byte character short
-        lines = path.read_bytes().decode("utf-8", errors="replace").splitlines(keepends=True)
+        text = path.read_bytes().decode("utf-8", errors="replace")
     else:
-        lines = read_text(path).splitlines(keepends=True)
+        text = read_text(path)
+    # lines end at "\n" only (str.splitlines would also split at U+2028, U+0085, ... that
+    # json.dumps(ensure_ascii=False) writes raw inside a string)
+    parts = text.split("\n")
+    lines = [p + "\n" for p in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
     for i, line in enumerate(lines, 1):
         if not line.strip():
             continue

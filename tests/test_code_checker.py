@@ -118,6 +118,17 @@ def test_bad_reply(cv):
         small.close()
 
 
+@pytest.mark.parametrize("frame", [b"\x05\x00\x00\x00{nope", b"\x00\x00\x30\x00" + b"x" * 64])
+def test_stdin_and_call_reports_that_do_not_decode_are_bad_reply(cv, frame):
+    write = ("import os\nfor fd in range(3, 64):\n    try:\n"
+             f"        os.write(fd, {frame!r})\n    except OSError:\n        pass\n")
+    v = cv.verify(write + "print(3)\n", {"inputs": ["\\n"], "outputs": ["3\\n"]})
+    assert v.reason == "bad_reply", v
+    v = cv.verify(write + "def f(x):\n    return x\n", {"inputs": [[1]], "outputs": [1],
+                                                       "fn_name": "f"})
+    assert v.reason == "bad_reply", v
+
+
 def test_worker_reply_that_does_not_decode_is_bad_reply():
     r, w = os.pipe()
     os.write(w, b"\x05\x00\x00\x00{nope")
@@ -147,3 +158,23 @@ def test_program_death_is_judged(cv):
         assert v.reason == "time_limit", v
     finally:
         fast.close()
+
+
+def test_a_worker_whose_zygote_died_is_replaced():
+    """A new zygote forked late would hold earlier jobs' test code: the worker exits instead,
+    and the pool starts a fresh one before the next job."""
+    one = CodeVerifier(limits=LIM, workers=1)
+    tests = {"test_list": ["assert f(1) == 1"]}
+    try:
+        assert one.verify("def f(x):\n    return x\n", tests).passed
+        worker = one._get().pool._workers[0].proc.pid
+        with open(f"/proc/{worker}/task/{worker}/children") as f:
+            zygote = int(f.read().split()[0])  # forked first, at start-up
+        os.kill(zygote, 9)
+        time.sleep(0.2)
+        assert one.verify("def f(x):\n    return x\n", tests).reason == "sandbox_error"
+        v = one.verify("def f(x):\n    return x\n", tests)
+        assert v.passed, v
+        assert one._get().pool._workers[0].proc.pid != worker
+    finally:
+        one.close()

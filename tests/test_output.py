@@ -164,3 +164,25 @@ def test_saved_policy_dir_is_readable(tmp_path):
         os.umask(old)
     assert stat.S_IMODE((tmp_path / "actor").stat().st_mode) == 0o755
     assert all(stat.S_IMODE(p.stat().st_mode) == 0o644 for p in (tmp_path / "actor").iterdir())
+
+
+def test_saving_a_policy_prints_nothing_on_stdout(tmp_path):
+    """With the deepspeed extra, transformers imports DeepSpeed, whose accelerator probe
+    printed a WARNING line to stdout on CPU machines (inside train's output)."""
+    import importlib.util
+    import subprocess
+    import sys
+
+    import torch
+
+    if importlib.util.find_spec("deepspeed") is None or torch.cuda.is_available():
+        pytest.skip("needs the deepspeed extra on a machine without CUDA")
+    code = ("from dapo_bench.commands.common import quiet_accelerator_probe\n"
+            "quiet_accelerator_probe()\n"
+            "from dapo_bench.models import load_policy, save_policy\n"
+            f"m, t = load_policy({ARITH_REF!r}); save_policy(m, t, {str(tmp_path / 'p')!r})\n"
+            "import deepspeed\n")
+    env = {k: v for k, v in os.environ.items() if k != "DS_ACCELERATOR"}
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                       timeout=300, check=True)
+    assert p.stdout == ""

@@ -181,3 +181,22 @@ def test_eval_stage_reruns_when_its_key_changes(tmp_path):
     assert ctx.run_stage("eval.final", work, key={"limit": 10}) == {"n": 1}
     assert ctx.run_stage("eval.final", work, key={"limit": 20}) == {"n": 2}
     assert len(calls) == 2
+
+
+def test_interrupted_stage_keeps_its_seconds(tmp_path):
+    """A stage stopped by Ctrl-C and rerun reports the seconds of both attempts."""
+    from dapo_bench.methods.base import RunOptions
+    from dapo_bench.methods.context import RunContext
+
+    ctx = RunContext(Path(tmp_path), RunOptions(quiet=True), n_params=10, method="x")
+
+    def stopped():
+        time.sleep(0.2)
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        ctx.run_stage("train", stopped)
+    assert read_json(tmp_path / "stages" / "train.partial.json")["seconds"] >= 0.2
+    ctx.run_stage("train", lambda: time.sleep(0.1))
+    assert read_json(tmp_path / "stages" / "train.json")["seconds"] >= 0.3
+    assert not (tmp_path / "stages" / "train.partial.json").exists()

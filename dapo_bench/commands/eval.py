@@ -8,7 +8,13 @@ from typing import Annotated
 
 import typer
 
-from dapo_bench.commands.common import MAX_NEW_TOKENS_HELP, NAMES, examples, split_names
+from dapo_bench.commands.common import (
+    MAX_NEW_TOKENS_HELP,
+    NAMES,
+    examples,
+    quiet_accelerator_probe,
+    split_names,
+)
 
 Opt = typer.Option
 EXAMPLES = examples(
@@ -22,7 +28,8 @@ def register(app: typer.Typer) -> None:
     @app.command("eval", epilog=EXAMPLES)
     def eval_cmd(
         suite: Annotated[str | None, Opt(
-            "--suite", help="a suite of tasks: math | code | arith | all (see 'dapo-bench list')")] = None,
+            "--suite",
+            help="a suite of tasks: math | code | arith | all (see 'dapo-bench list')")] = None,
         tasks: Annotated[list[str] | None, Opt(
             "--tasks", metavar=NAMES, help="tasks, comma-separated or repeated")] = None,
         model: Annotated[str | None, Opt(
@@ -38,7 +45,8 @@ def register(app: typer.Typer) -> None:
         data_dir: Annotated[Path | None, Opt(
             "--data-dir", help="local benchmark files: DIR/math/gsm8k.jsonl, DIR/code/...")] = None,
         data_file: Annotated[list[str] | None, Opt(
-            "--data-file", metavar="TASK=PATH", help="TASK=PATH: a task's JSONL/JSON/parquet file (repeat)")] = None,
+            "--data-file", metavar="TASK=PATH",
+            help="a task's own JSONL/JSON/parquet file (repeat)")] = None,
         out: Annotated[Path, Opt("--out", help="parent directory of run dirs")] = Path("runs"),
         run_id: Annotated[str | None, Opt(
             "--run-id", help="run directory name; reuse one to resume it")] = None,
@@ -83,6 +91,7 @@ def register(app: typer.Typer) -> None:
             data_dir, files), suite)
         run_dir = out / rid
         print(f"run {rid} -> {run_dir} (the same command resumes it)", file=sys.stderr)
+        quiet_accelerator_probe()
         results = evaluate(
             model, names, run_dir=run_dir, n=n, temperature=temperature, top_p=top_p,
             max_new_tokens=max_new_tokens, seed=seed, limit=limit, backend=backend,

@@ -32,7 +32,8 @@ EXAMPLES = examples(
 def register(app: typer.Typer) -> None:
     @app.command("verify", epilog=EXAMPLES)
     def verify_cmd(
-        file: Annotated[Path, typer.Argument(metavar="FILE.jsonl", help="JSONL input, one object a line")],
+        file: Annotated[Path, typer.Argument(
+            metavar="FILE.jsonl", help="JSONL input, one object a line")],
         verifier: Annotated[
             str, typer.Option(help="a registered verifier: math | code (see 'dapo-bench list')")
         ] = "math",

@@ -38,6 +38,7 @@ def task_result(task: Any, rows: list[dict], verifier: dict, max_new_tokens: int
         "version": task.spec.version,
         "hash": task.spec.hash,
         "prompt_template": task.spec.template_text(),
+        "spec": task.spec.to_dict(),  # the task config as parsed (lm-eval's "configs")
         "verifier": verifier,
         "source": task.origin,
         "split": task.split,

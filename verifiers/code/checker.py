@@ -186,7 +186,10 @@ class Checker:
             os.kill(self.pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
-        _, wstatus = os.waitpid(self.pid, 0)
+        try:
+            _, wstatus = os.waitpid(self.pid, 0)
+        except ChildProcessError:  # already reaped by the worker's clean-up
+            wstatus = 0
         self.sock.close()
         self.pid, self.sock = None, None
         return wstatus

@@ -30,8 +30,9 @@ import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
-from dapo_bench.errors import UserError
 from dapo_bench.verifiers.code import scan
+
+from dapo_bench.errors import UserError
 
 
 @dataclass

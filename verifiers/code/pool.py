@@ -138,9 +138,16 @@ class Pool:
     def _call(self, i: int, job: dict) -> tuple[dict, list[bytes]]:
         w = self._workers[i]
         try:
+            if w is not None and w.proc.poll() is not None:  # it exited between jobs
+                w.close()
+                w = self._workers[i] = None
             if w is None:
                 w = self._workers[i] = self._spawn(i)
-            return w.call(job, job_timeout(job))
+            head, blobs = w.call(job, job_timeout(job))
+            if head.get("bye"):  # the worker is going away (its zygote died): start afresh
+                w.close()
+                self._workers[i] = None
+            return head, blobs
         except WorkerDied as e:
             if w is not None:
                 w.proc.kill()

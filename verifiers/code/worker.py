@@ -213,6 +213,8 @@ class _Job:
                 handle(wire.parse_stream(buf))
             except ValueError:
                 killed = ("bad_reply", "corrupt report from the test process")
+        if killed is None and buf and cur < stop:
+            killed = ("bad_reply", f"a report cut short ({len(buf)} bytes left)")
         wstatus, ru = 0, None
         if not server:
             _, wstatus, ru = os.wait4(pid, 0)
@@ -328,7 +330,10 @@ def main(argv: list[str] | None = None) -> None:
         except Exception as e:  # noqa: BLE001 - reported as sandbox_error for this job
             head, blobs = {"results": [], "fatal": {"fatal": f"worker: {e!r}"[:300]}}, []
         head["id"] = job.get("id")
+        head["bye"] = not zygote.alive()  # a new one forked now would hold earlier test code
         wire.send(out_fd, head, blobs)
+        if head["bye"]:
+            break
     sys.exit(0)
 
 

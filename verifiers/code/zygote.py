@@ -2,12 +2,14 @@
 
 A worker forks its zygote once, at start-up, before it reads any job: the zygote's memory holds
 the pre-loaded modules and nothing else (no test code, no expected value, of this job or of an
-earlier one, is in it or in freed memory a program could scan). Per chunk of checks the worker
-sends it, over a unix socket, the program side of the two pipes to the checker; the zygote
-forks, and the fork reads the job (program text, limits, target names, uid, temp dir) straight
-from the socket, closes it, confines itself (`layers.confine_child`) and serves calls
-(`proxy.serve`). The zygote answers ``{"pid"}`` at once and ``{"wstatus", "cpu"}`` once the
-program process has ended, so the worker can judge its death (time limit, signal, exit).
+earlier one, is in it or in freed memory a program could scan). It forks each program process
+ahead of its job (so the fork overlaps the worker's other work) and says ``{"pid"}``; per chunk
+of checks the worker sends, over a unix socket, the program side of the two pipes to the
+checker and the job (program text, limits, target names, uid, temp dir), which the waiting fork
+reads itself (the zygote never does); the fork closes the socket, confines itself
+(`layers.confine_child`) and serves calls (`proxy.serve`). The zygote says ``{"wstatus",
+"cpu"}`` once the program process has ended, so the worker can judge its death (time limit,
+signal, exit), and forks the next.
 """
 
 from __future__ import annotations
@@ -22,9 +24,14 @@ from dapo_bench.verifiers.code.limits import Limits
 _GO = b"G"
 
 
-def _program(sock: socket.socket, req_fd: int, rep_fd: int, abi: int, bpf) -> None:
-    """In the forked program process; never returns."""
+def _program(sock: socket.socket, abi: int, bpf) -> None:
+    """In the forked program process (forked ahead, waiting for its job); never returns."""
     try:
+        layers.prctl(1, 9)  # PR_SET_PDEATHSIG: go with the zygote
+        data, fds, _flags, _addr = socket.recv_fds(sock, 1, 2)
+        if data != _GO or len(fds) != 2:
+            os._exit(0)
+        req_fd, rep_fd = fds
         msg = wire.recv(sock.fileno())
         job = msg[0] if msg else {}
         child.close_others({req_fd, rep_fd})
@@ -50,21 +57,18 @@ def _program(sock: socket.socket, req_fd: int, rep_fd: int, abi: int, bpf) -> No
 
 
 def _loop(sock: socket.socket, abi: int, bpf) -> None:
+    """Fork the next program process ahead of its job (it reads the job itself), say its pid,
+    wait for its end, say its status; again. Ends when the worker is gone."""
     while True:
-        try:
-            data, fds, _flags, _addr = socket.recv_fds(sock, 1, 2)
-        except OSError:
-            return
-        if data != _GO or len(fds) != 2:
-            return
         pid = os.fork()
         if pid == 0:
-            _program(sock, fds[0], fds[1], abi, bpf)
-        for fd in fds:
-            os.close(fd)
-        wire.send(sock.fileno(), {"pid": pid})
-        _, wstatus, ru = os.wait4(pid, 0)
-        wire.send(sock.fileno(), {"wstatus": wstatus, "cpu": ru.ru_utime + ru.ru_stime})
+            _program(sock, abi, bpf)
+        try:
+            wire.send(sock.fileno(), {"pid": pid})
+            _, wstatus, ru = os.wait4(pid, 0)
+            wire.send(sock.fileno(), {"wstatus": wstatus, "cpu": ru.ru_utime + ru.ru_stime})
+        except OSError:
+            return
 
 
 class Zygote:
@@ -83,6 +87,12 @@ class Zygote:
             finally:
                 os._exit(0)
         theirs.close()
+
+    def alive(self) -> bool:
+        try:
+            return os.waitpid(self.pid, os.WNOHANG) == (0, 0)
+        except ChildProcessError:
+            return False
 
     def spawn(self, job: dict, req_fd: int, rep_fd: int) -> int:
         """Start a program process on the given pipe ends (program side); -> its pid."""
