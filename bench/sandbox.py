@@ -16,6 +16,10 @@ processes at once:
   ``--taco-reps`` copies of the workload only, as it is slow.
 
 Prints tests/s for each and the ratios; the machine may be shared, so compare within a run.
+
+``--before-after`` instead measures this tree against the one before the program/checker split
+(assert-based, stdin and call-based workloads, interleaved rounds, medians): see
+bench/sandbox_split.py.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import contextlib
 import io
 import json
 import multiprocessing as mp
+import os
 import signal
 import subprocess
 import sys
@@ -37,7 +42,8 @@ from dapo_bench.verifiers.code.compare import stdout_matches
 from dapo_bench.verifiers.code.formats import parse_tests
 from dapo_bench.verifiers.code.probe import isolated
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "code" / "codeforces.json"
+DATA = Path(os.environ.get("DAPO_BENCH_TEST_DATA", Path(__file__).resolve().parents[2] / "shared"
+                          / "data")) / "code" / "codeforces.json"
 SOLUTIONS = {  # codeforces.json index -> solution; each test case is one input line
     0: "for _ in range(int(input())):\n    x, y = map(int, input().split())\n"
        "    print(min(x, y), max(x, y))\n",
@@ -147,7 +153,19 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--taco-reps", type=int, default=2,
                     help="copies run by the (slow) subprocess-per-test grader")
+    ap.add_argument("--before-after", action="store_true",
+                    help="instead: this tree vs --before on assert, stdin and call workloads "
+                         "(bench/sandbox_split.py)")
+    ap.add_argument("--before", default=None, help="git revision of the 'before' tree "
+                    "(default: the commit before the program/checker split)")
+    ap.add_argument("--rounds", type=int, default=5, help="interleaved rounds (--before-after)")
     args = ap.parse_args()
+    if args.before_after:
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        from sandbox_split import before_after
+
+        before_after(args.before, args.rounds, args.workers)
+        return
     layers = check_layers()
     ok, why = isolated(layers)
     active = [k for k, (a, _) in layers.items() if a]

@@ -84,6 +84,7 @@ def main() -> None:
         mfu = (6 * n * r["train_tps"] / (peak * 1e12)) if (peak and r["train_tps"]) else None
         gen = f"{r['gen_tps']:,.0f}" if r["gen_tps"] else "-"
         train = f"{r['train_tps']:,.0f}" if r["train_tps"] else "-"
+        wall = "?" if wall is None else f"{wall:.1f}"
         print(f"[{label}] backend={res.get('backend')} n_params={n:,} wall={wall}s  "
               f"generation {gen} tok/s ({r['gen_tokens']:,.0f} tok in {r['gen_s']:.1f}s)  "
               f"training {train} tok/s ({r['train_tokens']:,.0f} tok in {r['train_s']:.1f}s)  "

@@ -3,11 +3,17 @@
 User errors (:class:`dapo_bench.errors.UserError`) and usage errors (an unknown flag, a bad
 value) print one line and exit with status 2. The flag conventions are in
 ``dapo_bench.commands.common``.
+Ctrl-C prints one line (for ``eval`` and ``train``: artifacts kept, and the command that
+resumes) and exits with status 130. Typer turns a KeyboardInterrupt that reaches it into a
+bare exit 130, so every command's callback is wrapped to turn it into :class:`Interrupted`
+first.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
+import shlex
 import sys
 from typing import Annotated
 
@@ -47,12 +53,47 @@ def _root(
     """Verifiers, benchmarks and training for reasoning LLMs."""
 
 
+RESUMABLE = ("eval", "train")  # commands whose rerun resumes from the artifacts kept
+
+
+class Interrupted(Exception):
+    """Ctrl-C inside a command (carried past typer, which would swallow a KeyboardInterrupt)."""
+
+
+def _interruptible(fn):
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except KeyboardInterrupt:
+            raise Interrupted from None
+
+    return wrapper
+
+
+def _wrap_commands(typer_app: typer.Typer) -> None:
+    for cmd in typer_app.registered_commands:
+        cmd.callback = _interruptible(cmd.callback)
+    for group in typer_app.registered_groups:
+        _wrap_commands(group.typer_instance)
+
+
 for _mod in COMMAND_MODULES:
     try:
         importlib.import_module(_mod).register(app)
     except ModuleNotFoundError as _e:  # an area not built yet must not break the others
         if _e.name != _mod:
             raise
+_wrap_commands(app)
+
+
+def interrupted_message(argv: list[str]) -> str:
+    """What Ctrl-C prints: for a resumable command, the command line that resumes it (the
+    same one: default run ids are a function of the settings)."""
+    if argv and argv[0] in RESUMABLE:
+        return ("interrupted; artifacts kept, rerun to resume: "
+                + shlex.join(["dapo-bench", *argv]))
+    return "interrupted"
 
 
 def _usage_error_class() -> type[Exception]:
@@ -66,7 +107,7 @@ def _usage_error_class() -> type[Exception]:
 def main() -> None:
     usage_error = _usage_error_class()
     try:
-        rc = app(standalone_mode=False)
+        rc = app(prog_name="dapo-bench", standalone_mode=False)
     except UserError as e:
         print(f"error: {e}", file=sys.stderr)
         sys.exit(2)
@@ -78,8 +119,8 @@ def main() -> None:
         where = ctx.command_path if ctx is not None else "dapo-bench"
         print(f"error: {e.format_message()} (see '{where} -h')", file=sys.stderr)
         sys.exit(2)
-    except KeyboardInterrupt:
-        print("interrupted; artifacts written so far are kept (rerun to resume)", file=sys.stderr)
+    except (Interrupted, KeyboardInterrupt):
+        print(interrupted_message(sys.argv[1:]), file=sys.stderr, flush=True)
         sys.exit(130)
     sys.exit(rc if isinstance(rc, int) else 0)
 

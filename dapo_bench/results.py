@@ -16,6 +16,7 @@ are fractions in [0, 1], rendered as percentages::
         "<task>": {
           "version": str, "hash": str, "prompt_template": str,
           "verifier": {"name": str, "version": str},
+          "spec": {...},                             # TaskSpec.to_dict(): the parsed spec
           "source": str, "split": str | None,
           "n_problems": int,                         # problems scored (after --limit)
           "n_problems_total": int,                   # problems in the source (before --limit)
@@ -39,10 +40,10 @@ are fractions in [0, 1], rendered as percentages::
     }
 
 ``acc`` is greedy accuracy when n == 1 and the mean per-sample accuracy (pass@1) otherwise.
-A suite's ``macro`` value is the unweighted mean over its tasks (the DAPO paper's average
-column), ``micro`` the mean over all its problems (tasks weighted by ``n_problems``); both only
+A suite's ``macro`` value is the unweighted mean over its tasks (a paper's "average" column),
+``micro`` the mean over all its problems (tasks weighted by ``n_problems``); both only
 for metrics every task of the suite has, stderr combined assuming independent tasks (None when
-a task has none). Version 1 files (no suites, totals, rows hash or breakdown stderr) still load.
+a task has none). Version 1 files (no suites, spec, totals, rows hash or breakdown stderr) still load.
 Training runs may add ``"history"`` (per-step logs) and ``"iterations"`` (per-iteration results).
 """
 

@@ -68,3 +68,21 @@ def bpe_dir(tmp_path_factory):
     model.save_pretrained(d)
     tok.save_pretrained(d)
     return str(d)
+
+
+@pytest.fixture
+def cli(monkeypatch, capsys):
+    """Run the installed entry point (``dapo_bench.cli:main``) in this process, offline:
+    ``cli(["eval", ...]) -> (exit status, stderr)``."""
+    import sys
+
+    from dapo_bench.cli import main
+
+    def run(argv):
+        monkeypatch.setattr(sys, "argv", ["dapo-bench", *map(str, argv)])
+        monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+        with pytest.raises(SystemExit) as exc:
+            main()
+        return exc.value.code, capsys.readouterr().err
+
+    return run

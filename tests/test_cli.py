@@ -99,6 +99,17 @@ def test_usage_errors_are_one_line():
         assert want in p.stderr and "-h'" in p.stderr, p.stderr
 
 
+def test_unknown_method_is_refused_before_torch_is_imported():
+    code = ("import sys; from dapo_bench.cli import main; sys.argv = ['dapo-bench', 'train', "
+            "'--method', 'nosuch']\ntry:\n    main()\nexcept SystemExit as e:\n"
+            "    print(e.code, 'torch' in sys.modules)")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                       check=False)
+    assert p.stdout.split() == ["2", "False"], p.stdout + p.stderr
+    assert p.stderr == ("error: --method 'nosuch': unknown (methods: dapo, sft, rft, dpo, grpo, "
+                        "ppo)\n")
+
+
 def test_name_lists_are_comma_separated_or_repeated():
     assert split_names(["gsm8k,math500", "arith"], "--tasks") == ["gsm8k", "math500", "arith"]
     assert split_names("a, b,a", "--eval-tasks") == ["a", "b"]

@@ -1,5 +1,6 @@
 """Code verifier, pure parts: test-form detection, LCB private decoding, output comparison,
-plain-value equality, code extraction. No sandbox needed."""
+plain values (what crosses between program and checker), what the checker proxies and what a
+proxy cannot express, code extraction. No sandbox needed."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import zlib
 import pytest
 from dapo_bench.verifiers.code import Limits, decode_lcb_private, extract_code, parse_tests
 from dapo_bench.verifiers.code.compare import stdout_matches, value_matches
-from dapo_bench.verifiers.code.harness import NotPlain, plain, safe_eq, to_json
+from dapo_bench.verifiers.code.values import BadValue, NotPlain, pack, plain, to_json, unpack
 
 from dapo_bench.errors import UserError
 
@@ -111,16 +112,55 @@ class _SneakyInt(int):
 
 
 def test_plain_values_defeat_overridden_eq():
-    assert not safe_eq(_AlwaysEqual(), 5)
-    assert not safe_eq([_AlwaysEqual()], [5])
-    assert not safe_eq(_SneakyInt(7), 5) and safe_eq(_SneakyInt(5), 5)
-    assert safe_eq((1, [2.0, {"a": True}]), (1, [2, {"a": 1}]))  # Python's own == otherwise
-    assert not safe_eq((1, 2), [1, 2])
-    a, b = _AlwaysEqual(), _AlwaysEqual()
-    assert safe_eq(a, b)  # two objects of the test's own classes: their == decides
     with pytest.raises(NotPlain):
-        plain(_AlwaysEqual())
+        pack(_AlwaysEqual())
+    with pytest.raises(NotPlain):
+        pack([1, {"a": _AlwaysEqual()}])
+    assert type(plain(_SneakyInt(7))) is int and plain(_SneakyInt(7)) != 5
+    v = (1, [2.0, {"a": True, (3, 4): {5}}], frozenset({b"x"}), 1 + 2j, None)
+    assert plain(v) == v and type(plain(v)[2]) is frozenset
     assert to_json((1, {2}, "x")) == '[1, [2], "x"]'
+    assert pack([1, lambda: 0], ref=lambda x: 7) == [1, {"r": 7}]  # handles only when asked
+
+
+@pytest.mark.parametrize("bad", [{"z": 1}, {"t": 1}, {"t": [], "s": []}, {"s": [[1]]},
+                                 {"d": [[1]]}, {"d": [[[1], 2]]}, {"r": 0}, {"c": ["a", 1]},
+                                 {"b": "\u2603"}])
+def test_unpack_accepts_only_packed_plain_data(bad):
+    with pytest.raises(BadValue):
+        unpack(bad)
+
+
+def test_unpack_depth_is_bounded():
+    deep = 0
+    for _ in range(150):
+        deep = [deep]
+    with pytest.raises(BadValue):
+        unpack(deep)
+    with pytest.raises(NotPlain):
+        pack(deep)
+
+
+def test_assert_targets_and_what_a_proxy_cannot_express():
+    lc = parse_tests({"functional": "def check(candidate):\n    assert candidate(a=[1]) == 1\n"
+                                    "\ncheck(Solution().f)"})
+    assert (lc.targets, lc.unsupported, lc.mutation) == (["Solution"], "", False)
+    he = parse_tests({"test": "def check(candidate):\n    assert poly([1], candidate(1)) == 0\n",
+                      "entry_point": "f"})
+    assert he.targets == ["f", "poly"]  # without the prompt, the program's poly is used
+    he = parse_tests({"test": "def check(candidate):\n    assert poly([1], candidate(1)) == 0\n",
+                      "entry_point": "f", "prompt": "def poly(xs, x):\n    return 0\n"})
+    assert he.targets == ["f"]
+    assert parse_tests({"test_list": ["assert sum(1, 2) == 3"]}).targets == ["sum"]
+    assert parse_tests({"test_list": ["assert set(f(1)) == {1}"]}).targets == ["f"]
+    cases = {"assert f(lambda x: x, 1) == 1": "callable_arg", "assert f([1], key=len)": "callable_arg",
+             "def g(x):\n    return x\nassert f(g) == 1": "callable_arg",
+             "x = [1]\nassert f(x) is x": "identity", "assert f(list(range(3))) is None": "",
+             "assert f(len([1])) == 1": ""}
+    for src, why in cases.items():
+        assert parse_tests({"test_list": [src]}).unsupported == why, src
+    assert parse_tests({"test_list": ["x = [3, 1]\nf(x)\nassert x == [1, 3]"]}).mutation
+    assert parse_tests({"test_list": ["f(1)"]}).unsupported == "no_assert"
 
 
 def test_extract_code():

@@ -1,4 +1,4 @@
-"""results.json version 2: suite averages (macro and micro, with stderr), the task's full size
+"""results.json version 2: the parsed task spec, suite averages (macro and micro, with stderr), the task's full size
 under --limit, the digest of the rows used, breakdown stderr; version 1 files still load."""
 
 import json
@@ -98,6 +98,8 @@ def test_eval_results_carry_totals_rows_hash_breakdown_stderr_and_suite(tmp_path
     from dapo_bench.arith import make_split
 
     assert a["rows_hash"] == rows_digest(make_split("test")[:6]) == tasks[0].rows_hash
+    assert a["spec"]["name"] == "arith" and a["spec"]["source"]["builtin"] == \
+        "dapo_bench.arith:make_split" and "spec_path" not in a["spec"]
     assert a["rows_hash"] != rows_digest(make_split("test")[:5])
     for by_value in a["breakdown"]["n_steps"].values():
         assert "stderr" in by_value and (by_value["stderr"] is None) == (by_value["n"] == 1)
@@ -106,5 +108,28 @@ def test_eval_results_carry_totals_rows_hash_breakdown_stderr_and_suite(tmp_path
     assert suite["macro"]["acc"]["value"] == pytest.approx((5 / 6 + 1.0) / 2)
     assert suite["micro"]["acc"]["value"] == pytest.approx(8 / 9)
     assert "all" not in res["suites"] and "math" not in res["suites"]
+    # docs/results.md documents every field this writes (top level, task block, suite block)
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "results.md").read_text()
+    for key in [*res, *a, *suite]:
+        assert f'"{key}"' in doc, f"docs/results.md does not document {key!r}"
     one = evaluate(Oracle(answers), tasks[:1], run_dir=tmp_path / "one", quiet=True)
     assert one["suites"] == {}  # half a suite has no suite average
+
+
+def test_suite_stderr_matches_a_stratified_bootstrap():
+    # the combined stderr is that of the weighted mean of independent tasks (bench/suite_stderr.py)
+    import numpy as np
+
+    from dapo_bench.eval.metrics import bootstrap_stderr
+
+    rng = np.random.default_rng(1)
+    xs = [(rng.random(400) < 0.9).astype(float), (rng.random(40) < 0.2).astype(float)]
+    tasks = {str(i): _block(len(x), float(x.mean()), bootstrap_stderr(x)) for i, x in enumerate(xs)}
+    s = suite_summary(tasks, ["0", "1"])
+    means = [x[rng.integers(0, len(x), (4000, len(x)))].mean(axis=1) for x in xs]
+    macro = ((means[0] + means[1]) / 2).std(ddof=1)
+    micro = ((means[0] * 400 + means[1] * 40) / 440).std(ddof=1)
+    assert s["macro"]["acc"]["stderr"] == pytest.approx(macro, rel=0.05)
+    assert s["micro"]["acc"]["stderr"] == pytest.approx(micro, rel=0.05)

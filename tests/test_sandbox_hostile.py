@@ -15,7 +15,7 @@ import time
 import uuid
 
 import pytest
-from dapo_bench.verifiers.code import CodeVerifier, Limits, check_layers
+from dapo_bench.verifiers.code import CodeVerifier, Limits, api, check_layers
 
 pytestmark = pytest.mark.hostile
 
@@ -38,8 +38,8 @@ def cv():
     v.close()
 
 
-def _sandbox_procs() -> list[str]:
-    """Processes of any non-root uid in this PID namespace (the sandbox uids)."""
+def _sandbox_procs(exempt: set[int] = frozenset()) -> list[str]:
+    """Processes of any non-root uid in this PID namespace (the sandbox uids) but ``exempt``."""
     out = []
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
@@ -48,7 +48,7 @@ def _sandbox_procs() -> list[str]:
         except OSError:
             continue
         uid = int(st.split("\nUid:")[1].split()[0])
-        if uid != 0 and "\nState:\tZ" not in st:
+        if uid != 0 and uid not in exempt and "\nState:\tZ" not in st:
             out.append(f"{pid}:{uid}")
     return out
 
@@ -60,7 +60,9 @@ def run(cv, program: str, tests, budget: float | None = None):
     n = max(1, v.details.get("n_tests", 1))
     assert elapsed < (budget or LIM.wall + SLACK) * (1 if n == 1 else n), (elapsed, v)
     time.sleep(0.05)
-    assert _sandbox_procs() == [], "a sandboxed process outlived its run"
+    servers = cv._get().pool.checker_uids | {u for r in api._default.values()
+                                               for u in r.pool.checker_uids}
+    assert _sandbox_procs(servers) == [], "a sandboxed process outlived its run"
     ok = cv.verify("print(int(input()) * 2)", {"inputs": ["21\n"], "outputs": ["42\n"]})
     assert ok.passed, f"the runner did not survive: {ok}"
     return v
@@ -222,8 +224,8 @@ def test_monkeypatched_builtins(cv):
             "builtins.AssertionError = type('Nope', (Exception,), {})\n"
             "def f(x):\n    return [9]\n")
     tests = {"test_list": ["assert len(f(1)) == 3", "assert sorted(f(1)) == [1, 2, 3]"]}
-    v = run(cv, prog, tests)
-    assert v.reason == "wrong_answer" and v.details["statuses"] == ["wrong_answer"] * 2
+    v = run(cv, prog, tests)  # the checks run elsewhere; the program breaks only its process
+    assert not v.passed and "ok" not in v.details["statuses"], v
 
 
 def test_threads_outlive_the_test(cv):

@@ -52,6 +52,13 @@ def _same_weights(a: Path, b: Path, atol: float = 1e-5) -> None:
         assert torch.allclose(got.state_dict()[name], value, atol=atol), name
 
 
+def _untimed(path: Path) -> list[dict]:
+    rows = read_jsonl(path)
+    for r in rows:
+        assert r.pop("seconds") >= 0
+    return rows
+
+
 def test_dapo_two_ranks_share_the_work_and_match_one_process(model_dir, tmp_path):
     from dapo_bench.methods.base import RunOptions, run_training
     from dapo_bench.training.value import ValueModel
@@ -61,9 +68,11 @@ def test_dapo_two_ranks_share_the_work_and_match_one_process(model_dir, tmp_path
         model=model_dir, eval_limit=6, eval_max_new_tokens=6, control=False, out=str(tmp_path),
         run_id="one", quiet=True), overrides=DAPO_SETS)
     two, ref = tmp_path / "two", tmp_path / "one"
-    for f in ("it1/rollouts.jsonl", "it1/states.jsonl", "it1/mc.jsonl", "it1/advantages.jsonl",
-              "eval/final/samples.jsonl", "eval/reference/samples.jsonl"):
+    for f in ("it1/rollouts.jsonl", "it1/states.jsonl", "it1/mc.jsonl", "it1/advantages.jsonl"):
         assert (two / f).read_bytes() == (ref / f).read_bytes(), f
+    for f in ("eval/final/samples.jsonl", "eval/reference/samples.jsonl"):
+        # an eval row carries its share of the wall time (``seconds``), the one field that differs
+        assert _untimed(two / f) == _untimed(ref / f), f
     assert not list(two.rglob("*.rank*.jsonl"))  # shards merged and removed
     res = read_json(two / "results.json")
     assert res["ledger"] == one["ledger"]  # each rank charged its share, summed

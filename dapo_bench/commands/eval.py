@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from dapo_bench.commands.common import MAX_NEW_TOKENS_HELP, NAMES, examples, split_names
+from dapo_bench.commands.common import (
+    MAX_NEW_TOKENS_HELP,
+    NAMES,
+    examples,
+    quiet_accelerator_probe,
+    split_names,
+)
 
 Opt = typer.Option
 EXAMPLES = examples(
@@ -21,7 +28,8 @@ def register(app: typer.Typer) -> None:
     @app.command("eval", epilog=EXAMPLES)
     def eval_cmd(
         suite: Annotated[str | None, Opt(
-            "--suite", help="a suite of tasks: math | code | arith | all (see 'dapo-bench list')")] = None,
+            "--suite",
+            help="a suite of tasks: math | code | arith | all (see 'dapo-bench list')")] = None,
         tasks: Annotated[list[str] | None, Opt(
             "--tasks", metavar=NAMES, help="tasks, comma-separated or repeated")] = None,
         model: Annotated[str | None, Opt(
@@ -37,7 +45,8 @@ def register(app: typer.Typer) -> None:
         data_dir: Annotated[Path | None, Opt(
             "--data-dir", help="local benchmark files: DIR/math/gsm8k.jsonl, DIR/code/...")] = None,
         data_file: Annotated[list[str] | None, Opt(
-            "--data-file", metavar="TASK=PATH", help="TASK=PATH: a task's JSONL/JSON/parquet file (repeat)")] = None,
+            "--data-file", metavar="TASK=PATH",
+            help="a task's own JSONL/JSON/parquet file (repeat)")] = None,
         out: Annotated[Path, Opt("--out", help="parent directory of run dirs")] = Path("runs"),
         run_id: Annotated[str | None, Opt(
             "--run-id", help="run directory name; reuse one to resume it")] = None,
@@ -53,8 +62,18 @@ def register(app: typer.Typer) -> None:
         from dapo_bench.errors import UserError
         from dapo_bench.eval import default_run_id, evaluate
         from dapo_bench.eval.report import summary_table
+        from dapo_bench.eval.runner import check_sampling
+        from dapo_bench.io import check_out_dir, check_run_id
         from dapo_bench.tasks import resolve_tasks
 
+        # every option is checked before anything is loaded or written
+        check_sampling(n, temperature, top_p, max_new_tokens, limit)
+        for flag, v in (("--batch-size", batch_size), ("--threads", threads)):
+            if v is not None and v < 1:
+                raise UserError(f"{flag} must be at least 1, got {v}")
+        if run_id is not None:
+            check_run_id(run_id)
+        check_out_dir(out)
         names = resolve_tasks(suite, split_names(tasks, "--tasks"))
         files = {}
         for item in data_file or ():
@@ -67,8 +86,12 @@ def register(app: typer.Typer) -> None:
         if model is None:
             model, spec_threads = default_model_for(names)
             threads = threads or spec_threads
-        rid = run_id or default_run_id(names, model, suite)
+        rid = run_id or default_run_id(names, model, _settings(
+            names, model, backend, n, temperature, top_p, max_new_tokens, seed, limit,
+            data_dir, files), suite)
         run_dir = out / rid
+        print(f"run {rid} -> {run_dir} (the same command resumes it)", file=sys.stderr)
+        quiet_accelerator_probe()
         results = evaluate(
             model, names, run_dir=run_dir, n=n, temperature=temperature, top_p=top_p,
             max_new_tokens=max_new_tokens, seed=seed, limit=limit, backend=backend,
@@ -79,6 +102,19 @@ def register(app: typer.Typer) -> None:
         )
         Console().print(summary_table(results))
         Console(stderr=True).print(f"wrote {run_dir / 'results.json'} and samples.jsonl")
+
+
+def _settings(names, model, backend, n, temperature, top_p, max_new_tokens, seed, limit,
+              data_dir, files) -> dict:
+    """What the default run id is a function of: everything the samples depend on (paths made
+    absolute), nothing cosmetic (--quiet, --out, --batch-size, --threads)."""
+    def absolute(p) -> str:
+        return str(Path(p).resolve()) if Path(p).exists() else str(p)
+
+    return {"tasks": names, "model": absolute(model), "backend": backend, "n": n,
+            "temperature": temperature, "top_p": top_p, "max_new_tokens": max_new_tokens or None,
+            "seed": seed, "limit": limit, "data_dir": absolute(data_dir) if data_dir else None,
+            "data_files": {k: absolute(v) for k, v in sorted(files.items())}}
 
 
 def default_model_for(names: list[str]) -> tuple[str, int | None]:

@@ -3,7 +3,9 @@
 Renders each spec (default: every ``leaderboards/*.yaml``) into Markdown, LaTeX, CSV and PNG
 plots beside it (or into ``--out``). Result files that a spec's globs find but that are bad or
 partial are skipped and listed on stderr and in the Markdown; a bad file named in a spec is an
-error (exit 2). Rendering is a pure function of the files: run it twice, get the same bytes.
+error (exit 2). Every spec, ``--runs`` and ``--out`` is checked before the first file is
+written: a ``--runs`` that does not exist or holds no result file a spec uses is an error that
+writes nothing (the spec's own ``inputs.dir`` may be empty). Rendering is a pure function of the files: run it twice, get the same bytes.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ def register(app: typer.Typer) -> None:
     @app.command("leaderboard", epilog=EXAMPLES)
     def leaderboard_cmd(
         specs: list[Path] | None = typer.Argument(  # noqa: B008 (typer's idiom)
-            None, help="leaderboard specs (default: leaderboards/*.yaml)"),
+            None, metavar="SPEC.yaml", help="leaderboard specs (default: leaderboards/*.yaml)"),
         runs: Path | None = typer.Option(  # noqa: B008
             None, "--runs", help="directory the spec's result globs are relative to "
             "(default: the spec's inputs.dir)"),
@@ -41,12 +43,22 @@ def register(app: typer.Typer) -> None:
         from rich.markup import escape
 
         from dapo_bench.errors import UserError
+        from dapo_bench.io import check_input_file, check_out_dir
         from dapo_bench.leaderboard import default_specs, render
+        from dapo_bench.leaderboard.build import check_runs
+        from dapo_bench.leaderboard.spec import load_spec
 
         err = Console(stderr=True, highlight=False, soft_wrap=True)  # one line per message
         paths = list(specs or default_specs())
         if not paths:
             raise UserError("no leaderboard specs given and none in leaderboards/*.yaml")
+        # every check before the first write: a bad spec, --runs or --out writes nothing
+        for spec in paths:
+            load_spec(check_input_file(spec))
+            if runs is not None:
+                check_runs(spec, runs)
+        if out is not None:
+            check_out_dir(out)
         for spec in paths:
             res = render(spec, runs, out, draw_plots=plots)
             for s in res.skipped:

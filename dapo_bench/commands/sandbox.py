@@ -26,7 +26,8 @@ def register(app: typer.Typer) -> None:
 
     @sandbox.command("check", epilog=EXAMPLES)
     def check_cmd(
-        as_json: bool = typer.Option(False, "--json/--no-json", help="print JSON instead of a table"),
+        as_json: bool = typer.Option(
+            False, "--json/--no-json", help="print JSON instead of a table"),
     ) -> None:
         """Print which sandbox layers are active on this machine, and why."""
         from rich.console import Console

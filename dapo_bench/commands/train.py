@@ -14,7 +14,13 @@ from typing import Annotated
 import typer
 from typer import Option as Opt
 
-from dapo_bench.commands.common import MAX_NEW_TOKENS_HELP, NAMES, examples, split_names
+from dapo_bench.commands.common import (
+    MAX_NEW_TOKENS_HELP,
+    NAMES,
+    examples,
+    quiet_accelerator_probe,
+    split_names,
+)
 from dapo_bench.methods import METHOD_NAMES
 
 EXAMPLES = examples(
@@ -70,8 +76,14 @@ def register(app: typer.Typer) -> None:
         quiet: Annotated[bool, Opt(help="plain log lines, no progress bars")] = False,
     ) -> None:
         """Train a policy with a registered method (DAPO = Liu et al., step-level, offline)."""
+        if method not in METHOD_NAMES:  # before importing torch and the methods (seconds)
+            from dapo_bench.errors import UserError
+
+            raise UserError(f"--method {method!r}: unknown (methods: {', '.join(METHOD_NAMES)})")
         import torch
         from rich.console import Console
+
+        quiet_accelerator_probe()
 
         from dapo_bench.methods.base import RunOptions, flag_overrides, run_training, task_spec
 

@@ -32,7 +32,8 @@ EXAMPLES = examples(
 def register(app: typer.Typer) -> None:
     @app.command("verify", epilog=EXAMPLES)
     def verify_cmd(
-        file: Annotated[Path, typer.Argument(help="JSONL input, one object a line")],
+        file: Annotated[Path, typer.Argument(
+            metavar="FILE.jsonl", help="JSONL input, one object a line")],
         verifier: Annotated[
             str, typer.Option(help="a registered verifier: math | code (see 'dapo-bench list')")
         ] = "math",
@@ -50,17 +51,28 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Verify predictions against gold answers (math) or tests (code)."""
         from dapo_bench.errors import UserError
-        from dapo_bench.io import atomic_write_jsonl, read_jsonl
+        from dapo_bench.io import atomic_write_jsonl, check_out_file, iter_jsonl_lines
         from dapo_bench.verifiers.base import VERIFIERS
 
         cls = VERIFIERS.get(verifier)
         pf, gf = prediction_field or cls.fields[0], gold_field or cls.fields[1]
-        rows = read_jsonl(file)
+        for flag, val in (("--timeout", timeout), ("--workers", workers)):
+            if val is not None and val <= 0:
+                raise UserError(f"{flag} must be > 0, got {val:g}")
+        if out is not None:  # before the work: not the input, not a directory, writable
+            check_out_file(out, inputs=[file])
         preds, golds = [], []
-        for i, row in enumerate(rows, 1):
+        for i, row in iter_jsonl_lines(file):
             for f in (pf, gf):
                 if f not in row:
                     raise UserError(f"{file}:{i}: field {f!r} missing")
+            _check_type(file, i, pf, row[pf], str if verifier == "code" else (str, int, float))
+            if verifier == "math":
+                _check_type(file, i, gf, row[gf], (str, int, float))
+            elif verifier == "code":  # malformed tests: FILE:LINE, as the math checks say it
+                from dapo_bench.verifiers.code.formats import parse_tests
+
+                parse_tests(row[gf], f"{file}:{i}: field {gf!r}")
             preds.append(row[pf])
             golds.append(row[gf])
         opts = {k: v for k, v in (("timeout", timeout), ("workers", workers)) if v is not None}
@@ -78,6 +90,14 @@ def register(app: typer.Typer) -> None:
             for r in out_rows:
                 sys.stdout.write(json.dumps(r, ensure_ascii=False) + "\n")
         _summary(verifier, verdicts, wall)
+
+    def _check_type(file: Path, line: int, field: str, value, kinds) -> None:
+        from dapo_bench.errors import UserError
+
+        if isinstance(value, bool) or not isinstance(value, kinds):
+            want = "a string" if kinds is str else "a string or a number"
+            raise UserError(f"{file}:{line}: field {field!r} must be {want}, got "
+                            f"{type(value).__name__} {json.dumps(value)[:40]}")
 
     def _row(i: int, vd, explain: bool) -> dict:
         row = {"index": i, **vd.to_dict()}

@@ -1,5 +1,7 @@
-"""Progress display for eval: rich bars (items, rate, ETA) on a terminal; plain log lines
-(one per update, at most every 10 s, plus the end) with ``quiet`` or when stderr is not a TTY.
+"""Progress display for eval and training stages: rich bars (items, rate, ETA) on a terminal;
+plain log lines (one per update, at most every 10 s, plus the end) with ``quiet`` or when stderr
+is not a TTY. Each line names the stage's own unit (``mc labels: 64/17727 states``); items read
+back from a resumed run count as done but not in the rate or the ETA.
 
 Not covered: nested bars; progress of the model load itself.
 """
@@ -40,12 +42,21 @@ class Progress:
             self._log(f"{name}: {done}/{total} {unit} already done, resuming")
         return name
 
-    def advance(self, bar: Any, k: int) -> None:
+    def advance(self, bar: Any, k: int, resumed: bool = False) -> None:
+        """``k`` more items done; ``resumed``: read back from an earlier run, not made now."""
         if self._rich is not None:
-            self._rich.update(bar, advance=k)
+            if resumed:  # restart the bar's clock and rate at the new count
+                task = next(t for t in self._rich.tasks if t.id == bar)
+                self._rich.reset(bar, total=task.total, completed=task.completed + k)
+            else:
+                self._rich.update(bar, advance=k)
             return
         st = self._state[bar]
         st[1] += k
+        if resumed:
+            st[2] += k
+            st[3] = time.perf_counter()
+            return
         now = time.perf_counter()
         if now - st[4] >= 10 or st[1] >= st[0]:
             st[4] = now
@@ -56,7 +67,9 @@ class Progress:
     def finish(self, bar: Any) -> None:
         if self._rich is None:
             st = self._state[bar]
-            self._log(f"{bar}: done ({st[1]}/{st[0]}) in {time.perf_counter() - st[3]:.1f}s")
+            new = f", {st[1] - st[2]} new" if st[2] else ""
+            self._log(f"{bar}: done ({st[1]}/{st[0]} {st[5]}{new}) in "
+                      f"{time.perf_counter() - st[3]:.1f}s")
 
     def close(self) -> None:
         if self._rich is not None:

@@ -38,6 +38,7 @@ def task_result(task: Any, rows: list[dict], verifier: dict, max_new_tokens: int
         "version": task.spec.version,
         "hash": task.spec.hash,
         "prompt_template": task.spec.template_text(),
+        "spec": task.spec.to_dict(),  # the task config as parsed (lm-eval's "configs")
         "verifier": verifier,
         "source": task.origin,
         "split": task.split,
@@ -82,6 +83,6 @@ def summary_table(results: dict) -> Any:
             str(t["generated_tokens"]), f"{t['seconds']:.1f}",
         )
     for name, su in (results.get("suites") or {}).items():  # mean over the suite's tasks
-        table.add_row(f"{name} (macro mean)", str(su["n_problems"]), _fmt(su["macro"].get("acc")),
+        table.add_row(f"{name} macro", str(su["n_problems"]), _fmt(su["macro"].get("acc")),
                       "", "", "", "")
     return table

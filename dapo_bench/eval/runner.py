@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import os
 import time
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -32,14 +31,18 @@ from dapo_bench.eval.progress import Progress
 from dapo_bench.eval.report import model_info, task_result
 from dapo_bench.eval.store import SampleStore
 from dapo_bench.generation.base import Generator, SamplingParams
+from dapo_bench.io import read_json
+from dapo_bench.provenance import settings_run_id
 from dapo_bench.results import build_results, now_utc, write_results
 from dapo_bench.tasks import Task, load_task
 
 
-def default_run_id(tasks: list[str], model: str, suite: str | None = None) -> str:
-    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+def default_run_id(tasks: list[str], model: str, settings: dict, suite: str | None = None) -> str:
+    """``eval-<suite or tasks>-<model name>-<hash8 of the settings>``: the same command gives
+    the same run dir, so rerunning it resumes (``provenance.settings_run_id``)."""
     what = suite or ("-".join(tasks) if len(tasks) <= 2 else f"{len(tasks)}tasks")
-    return f"{stamp}-{what}-{Path(str(model).rstrip('/')).name or 'model'}"
+    name = Path(str(model).rstrip("/")).name or "model"
+    return settings_run_id(f"eval-{what}-{name}", settings)
 
 
 def covered_suites(names: list[str]) -> dict[str, tuple[str, ...]]:
@@ -50,9 +53,45 @@ def covered_suites(names: list[str]) -> dict[str, tuple[str, ...]]:
     return {e.name: e.obj for e in SUITES if e.obj and set(e.obj) <= have}
 
 
-def _sample_row(task: Task, problem, prompt: str, comps, verdicts) -> dict:
+
+def check_sampling(n: int, temperature: float, top_p: float, max_new_tokens: int | None,
+                   limit: int | None) -> None:
+    """Every sampling option, checked before anything is loaded or written (flag names)."""
+    if n < 1:
+        raise UserError(f"--n must be at least 1, got {n}")
+    if temperature < 0:
+        raise UserError(f"--temperature must be >= 0, got {temperature:g}")
+    if not 0 < top_p <= 1:
+        raise UserError(f"--top-p must be in (0, 1], got {top_p:g}")
+    if n > 1 and temperature == 0:
+        raise UserError("--n > 1 needs --temperature > 0 (greedy samples would be identical)")
+    if max_new_tokens is not None and max_new_tokens < 0:
+        raise UserError(f"--max-new-tokens must be >= 0 (0: each task's own), got "
+                        f"{max_new_tokens}")
+    if limit is not None and limit < 1:
+        raise UserError(f"--limit must be at least 1, got {limit}")
+
+
+def check_not_shrinking(run_dir: str | os.PathLike, sizes: dict[str, int]) -> None:
+    """A finished eval (its ``results.json``) is only replaced by one that covers every task
+    and problem it covered (a rerun may extend it: more tasks, a larger --limit)."""
+    path = Path(run_dir) / "results.json"
+    if not path.is_file():
+        return
+    old = {t: v.get("n_problems", 0) for t, v in (read_json(path).get("tasks") or {}).items()}
+    lost = [t for t, k in old.items() if sizes.get(t, 0) < k]
+    if lost:
+        def desc(d: dict) -> str:
+            return ", ".join(f"{t} ({k} problems)" for t, k in d.items())
+        raise UserError(f"{path}: a finished eval of {desc(old)}; this command covers "
+                        f"{desc(sizes)} and would replace it (a rerun may only add tasks or "
+                        f"problems); use another --run-id")
+
+
+def _sample_row(task: Task, problem, prompt: str, comps, verdicts, seconds: float) -> dict:
     return {
-        "task": task.name, "task_hash": task.spec.hash, "id": problem.id, "prompt": prompt,
+        "task": task.name, "task_hash": task.spec.hash, "id": problem.id,
+        "row_hash": problem.row_hash, "seconds": round(seconds, 4), "prompt": prompt,
         "gold": problem.gold, "subjects": problem.subjects,
         "samples": [
             {"text": c.text, "n_tokens": c.n_tokens, "finish_reason": c.finish_reason,
@@ -63,11 +102,11 @@ def _sample_row(task: Task, problem, prompt: str, comps, verdicts) -> dict:
 
 
 def _run_task(task, gen, store, params, chunk, progress, verifiers) -> tuple[list, float, dict]:
-    """Rows of every problem of ``task`` (logged ones reused), seconds spent, verifier info.
-    ``verifiers`` caches one verifier instance per (name, options) across tasks."""
+    """Rows of every problem of ``task`` (logged ones reused), seconds spent over all the runs
+    that made them, verifier info. ``verifiers`` caches one verifier instance per (name,
+    options) across tasks."""
     pending = [p for p in task.problems if store.get(task.name, p.id) is None]
     bar = progress.start(task.name, total=len(task.problems), done=len(task.problems) - len(pending))
-    t0 = time.perf_counter()
     if task.verifier_key not in verifiers:
         verifiers[task.verifier_key] = task.make_verifier()
     verifier = verifiers[task.verifier_key]
@@ -78,19 +117,34 @@ def _run_task(task, gen, store, params, chunk, progress, verifiers) -> tuple[lis
         probs = pending[start : start + chunk]
         if not dist.owns(k):  # several ranks: chunk k is rank k % world's
             continue
+        t0 = time.perf_counter()
         prompts = [task.prompt(p, gen.tokenizer) for p in probs]
         comps = gen.generate(prompts, params)
         texts = [c.text for cs in comps for c in cs]
         flat = [p for p in probs for _ in range(params.n)]
         verdicts = task.score(verifier, texts, flat)
+        share = (time.perf_counter() - t0) / len(probs)
         for i, (p, prompt) in enumerate(zip(probs, prompts)):
             vs = verdicts[i * params.n : (i + 1) * params.n]
-            store.add(_sample_row(task, p, prompt, comps[i], vs))
+            store.add(_sample_row(task, p, prompt, comps[i], vs, share))
         progress.advance(bar, len(probs))
     progress.finish(bar)
     store.sync()
     rows = [store.get(task.name, p.id) for p in task.problems]
-    return rows, time.perf_counter() - t0, vinfo
+    return rows, sum(r.get("seconds", 0.0) for r in rows), vinfo
+
+
+def _task_fingerprint(task: Task, max_new_tokens: int) -> dict:
+    """What a task's samples depend on besides the model and sampling (see ``eval.store``)."""
+    from dapo_bench.provenance import hash_bytes
+    from dapo_bench.verifiers.base import VERIFIERS
+
+    v = task.spec.verifier
+    return {"spec": task.spec.hash, "split": task.split, "max_new_tokens": max_new_tokens,
+            "prompt": hash_bytes(task.spec.template_text().encode()),
+            "verifier": {"name": v.name, "options": dict(v.options),
+                         "version": str(getattr(VERIFIERS.get(v.name), "version", ""))},
+            "data": task.rows_hash, "rows": len(task.problems)}
 
 
 def evaluate(
@@ -118,10 +172,7 @@ def evaluate(
     ``max_new_tokens`` None uses each task spec's own value; ``data_files`` maps a task name to
     an explicit data file. ``n > 1`` needs ``temperature > 0`` (greedy samples are identical).
     """
-    if n < 1:
-        raise UserError(f"--n must be at least 1, got {n}")
-    if n > 1 and temperature == 0:
-        raise UserError("--n > 1 needs --temperature > 0 (greedy samples would be identical)")
+    check_sampling(n, temperature, top_p, max_new_tokens, limit)
     started = now_utc()
     t_start = time.perf_counter()
     loaded = [
@@ -132,6 +183,7 @@ def evaluate(
     names = [t.name for t in loaded]
     if len(set(names)) != len(names):
         raise UserError(f"each task may appear once per eval run, got {names}")
+    check_not_shrinking(run_dir, {t.name: len(t.problems) for t in loaded})
     own = not isinstance(model_or_generator, Generator)
     if own:
         from dapo_bench.generation.base import load_generator
@@ -144,10 +196,10 @@ def evaluate(
     fingerprint = {
         "model_hash": model["hash"], "backend": gen.backend, "n": n,
         "temperature": temperature, "top_p": top_p, "seed": seed,
-        "tasks": {t.name: f"{t.spec.hash}/split={t.split}/max_new_tokens={mnt[t.name]}"
-                  for t in loaded},
+        "tasks": {t.name: _task_fingerprint(t, mnt[t.name]) for t in loaded},
     }
-    store = SampleStore(run_dir, fingerprint)
+    store = SampleStore(run_dir, fingerprint,
+                        {t.name: {p.id: p.row_hash for p in t.problems} for t in loaded})
     progress = Progress(quiet=quiet or not dist.is_main())
     task_results: dict[str, dict] = {}
     verifiers: dict[str, Any] = {}
@@ -165,6 +217,7 @@ def evaluate(
         progress.close()
         if own:
             gen.close()
+    seconds = sum(r["seconds"] for r in task_results.values())
     results = build_results(
         run_id=Path(run_dir).name, kind="eval", method=method, model=model, backend=gen.backend,
         seed=seed,
@@ -175,6 +228,7 @@ def evaluate(
         config={**(config or {}), "limit": limit,
                 "data_dir": str(data_dir) if data_dir else None, "chunk": chunk},
         started_at=started, wall_seconds=time.perf_counter() - t_start,
+        run_seconds=seconds,  # over every part of a resumed run (each sample's share)
     )
     if dist.is_main():
         write_results(run_dir, results)

@@ -6,10 +6,16 @@ generated AND verified::
     {"task", "task_hash", "id", "prompt", "gold", "subjects",
      "samples": [{"text", "n_tokens", "finish_reason", "extracted", "passed", "reason"}, ...]}
 
-``eval_config.json`` holds what the samples depend on (model hash, backend, sampling, seed,
-task hashes). A rerun in the same directory with the same settings reuses every logged problem
-and generates only the missing ones; with different settings it stops with a UserError rather
-than mixing samples. A line cut short by a kill is dropped and its problem redone.
+``eval_config.json`` holds what the samples depend on (model hash, backend, sampling, seed;
+per task: split, max_new_tokens, prompt template, verifier settings, spec hash, and the hash of
+the data rows used). Each sample line also has ``row_hash``, the hash of the data row it was
+made from, and ``seconds``, its share of the generation and verification time (so a resumed
+run reports the time of all its parts). A rerun in the same directory with the same settings
+reuses every logged problem whose row is unchanged and generates only the missing ones; with
+other settings or other data it stops with a UserError naming the flag or field that differs
+(and the problem id) rather than mixing samples. Settings bind only once a sample exists: a
+run rejected before its first sample leaves nothing that refuses the corrected command. A line
+cut short by a kill is dropped and its problem redone.
 
 Several ranks: each rank appends its problems to its own shard (``samples.rank<r>.jsonl``); a
 store reads the merged file and every shard, :meth:`SampleStore.sync` (a collective) makes every
@@ -39,33 +45,67 @@ SAMPLES = "samples.jsonl"
 CONFIG = "eval_config.json"
 
 
+# fingerprint key -> the flag a user changes it with (errors name the flag, not the key)
+FLAGS = {"model_hash": "--model", "backend": "--backend", "n": "--n",
+         "temperature": "--temperature", "top_p": "--top-p", "seed": "--seed"}
+# per-task fingerprint key -> what it is (checked in this order; "spec" last: any other edit)
+TASK_FIELDS = {"split": "the split", "max_new_tokens": "--max-new-tokens",
+               "prompt": "the prompt template", "verifier": "the verifier settings",
+               "spec": "the task spec file"}
+
+
 class SampleStore:
-    def __init__(self, run_dir: str | os.PathLike, fingerprint: dict[str, Any]):
+    """``problems``: task name -> {problem id: row hash} of this run; a logged sample is only
+    reused when the row it was made from has the same hash (``--data-file`` A then B with the
+    same ids is refused, a larger ``--limit`` extends)."""
+
+    def __init__(self, run_dir: str | os.PathLike, fingerprint: dict[str, Any],
+                 problems: dict[str, dict[str, str]] | None = None):
         self.run_dir = Path(run_dir)
-        self.run_dir.mkdir(parents=True, exist_ok=True)
-        cfg_path = self.run_dir / CONFIG
-        if cfg_path.exists():
-            old = read_json(cfg_path)
-            diff = sorted(k for k in set(old) | set(fingerprint) if old.get(k) != fingerprint.get(k)
-                          and k != "tasks")
-            if diff:
-                raise UserError(
-                    f"{cfg_path}: this run directory holds samples made with other settings "
-                    f"({', '.join(diff)} differ); use another --run-id or --out"
-                )
-            tasks = {**old.get("tasks", {}), **fingerprint.get("tasks", {})}
-            for name, h in fingerprint.get("tasks", {}).items():
-                if name in old.get("tasks", {}) and old["tasks"][name] != h:
-                    raise UserError(f"{cfg_path}: task {name} changed since these samples were "
-                                    f"made (spec hash {old['tasks'][name]} -> {h}); use a new run")
-            fingerprint = {**fingerprint, "tasks": tasks}
-        if dist.is_main():
-            atomic_write_json(cfg_path, fingerprint)
-        dist.barrier()
         self.path = self.run_dir / SAMPLES
         self.rows: dict[tuple[str, str], dict] = {}
         self._read()
+        cfg_path = self.run_dir / CONFIG
+        if cfg_path.exists():
+            old = read_json(cfg_path)
+            if self.rows:  # settings bind only once samples exist (a rejected run binds nothing)
+                self._check(cfg_path, old, fingerprint, problems or {})
+            fingerprint = {**fingerprint, "tasks": {**old.get("tasks", {}),
+                                                    **fingerprint.get("tasks", {})}}
+        if dist.is_main():
+            atomic_write_json(cfg_path, fingerprint)
+        dist.barrier()
         self._log: JsonlAppender | None = None
+
+    def _check(self, cfg_path: Path, old: dict, new: dict,
+               problems: dict[str, dict[str, str]]) -> None:
+        """UserError naming the first setting or data row that differs from the samples'."""
+        where = f"{cfg_path.parent}: this run directory holds samples made with"
+        diff = [FLAGS.get(k, k) for k in sorted(set(old) | set(new))
+                if k != "tasks" and old.get(k) != new.get(k)]
+        if diff:
+            raise UserError(f"{where} other settings ({', '.join(diff)} differ"
+                            f"{'s' if len(diff) == 1 else ''}); use another --run-id or --out")
+        tasks = {r[0] for r in self.rows}
+        for name, fp in new.get("tasks", {}).items():
+            was = old.get("tasks", {}).get(name)
+            if name not in tasks or was is None:
+                continue
+            if not isinstance(was, dict):  # written by an older dapo-bench
+                raise UserError(f"{where} an older dapo-bench (task {name}); use a new run")
+            for k, what in TASK_FIELDS.items():
+                if was.get(k) != fp.get(k):
+                    raise UserError(f"{where} other settings (task {name}: {what} differs: "
+                                    f"{was.get(k)} -> {fp.get(k)}); use another --run-id")
+        for name, hashes in problems.items():
+            for pid, h in hashes.items():
+                row = self.rows.get((name, pid))
+                if row is not None and row.get("row_hash") != h:
+                    raise UserError(
+                        f"{where} other data (task {name}, problem id {pid!r}: the data row "
+                        f"differs from the one its sample was made from; data hash "
+                        f"{old.get('tasks', {}).get(name, {}).get('data')} -> "
+                        f"{new['tasks'][name].get('data')}); use another --run-id")
 
     def _shards(self) -> list[Path]:
         return sorted(self.run_dir.glob("samples.rank*.jsonl"))

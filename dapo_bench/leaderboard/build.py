@@ -93,6 +93,26 @@ def render(spec_path: str | Path, runs_dir: str | Path | None = None,
     return result
 
 
+def check_runs(spec_path: str | Path, runs_dir: str | Path) -> None:
+    """A ``--runs`` directory the user named must exist and hold result files the spec uses:
+    otherwise a UserError, before anything is written (a typo must not replace committed
+    tables with empty ones). The spec's own ``inputs.dir`` may be empty (runs not made yet)."""
+    from dapo_bench.errors import UserError
+
+    spec = load_spec(spec_path)
+    if spec.inputs is None:
+        return
+    rdir = Path(runs_dir)
+    if not rdir.is_dir():
+        raise UserError(f"--runs {rdir}: no such directory")
+    runs, skipped = collect(spec.inputs, rdir)
+    if not any(not r.derived for r in runs):
+        globs = ", ".join(spec.inputs.globs) or "-"
+        extra = f" ({len(skipped)} skipped as bad)" if skipped else ""
+        raise UserError(f"--runs {rdir}: no result file matches {spec_path}'s inputs "
+                        f"(globs: {globs}){extra}; nothing written")
+
+
 def _mpl_version() -> str:
     import matplotlib
 

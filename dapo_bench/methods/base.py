@@ -32,7 +32,7 @@ from typing import Any
 from dapo_bench import dist
 from dapo_bench.config import load_config, to_dict
 from dapo_bench.errors import UserError
-from dapo_bench.io import atomic_write_json, read_json
+from dapo_bench.io import atomic_write_json, check_out_dir, check_run_id, read_json
 from dapo_bench.methods import METHODS
 from dapo_bench.methods.context import RunContext
 from dapo_bench.training.sft import CONTROL_BATCH_SIZE, CONTROL_LR
@@ -185,6 +185,9 @@ def run_training(
     spec: MethodSpec = METHODS.get(method)
     preset, cfg = resolve_config(spec, opts, preset, config_yaml, list(overrides))
     opts = resolve_options(method, opts)
+    if opts.run_id is not None:
+        check_run_id(opts.run_id)
+    check_out_dir(opts.out)
     saved = {"method": method, "preset": preset, "options": to_dict(opts), "config": to_dict(cfg)}
     if opts.run_id is None:  # a function of the settings: rerunning the command resumes
         opts = dataclasses.replace(opts, run_id=default_run_id(method, opts, saved))
@@ -195,7 +198,7 @@ def run_training(
     del ref_model
     run_dir = Path(opts.out) / opts.run_id
     if dist.is_main():
-        _claim_run_dir(run_dir, saved)
+        _claim_run_dir(run_dir, saved, spec)
     dist.barrier()
     t0 = time.perf_counter()
     ctx = RunContext(run_dir, opts, n_params, method)
@@ -210,37 +213,79 @@ def run_training(
 
 # options that change nothing a run computes: a resumed run may differ in them
 COSMETIC = ("quiet", "out", "run_id")
+# options of the evaluation only: not part of the run id; a resumed run may extend them (more
+# eval tasks, a larger --eval-limit) without redoing generation or training
+EVAL_OPTIONS = ("eval_tasks", "eval_limit", "eval_max_new_tokens")
 
 
 def identity(saved: dict) -> dict:
-    """What a run dir's results depend on: its saved config minus the cosmetic options."""
+    """What a run dir's training depends on: its saved config minus the cosmetic and the
+    eval-only options."""
     out = _jsonable(saved)
-    for k in COSMETIC:
+    for k in (*COSMETIC, *EVAL_OPTIONS):
         out["options"].pop(k, None)
     return out
 
 
 def default_run_id(method: str, opts: RunOptions, saved: dict) -> str:
-    """``<method>-<task>-<hash of the settings>``: the same command gives the same run dir."""
-    import json
+    """``<method>-<task>-<hash8 of the settings>``: the same command gives the same run dir."""
+    from dapo_bench.provenance import settings_run_id
 
-    from dapo_bench.provenance import hash_bytes
-
-    key = json.dumps(identity(saved), sort_keys=True).encode()
-    return f"{method}-{opts.task.replace(':', '-')}-{hash_bytes(key)[:8]}"
+    return settings_run_id(f"{method}-{opts.task.replace(':', '-')}", identity(saved))
 
 
-def _claim_run_dir(run_dir: Path, saved: dict) -> None:
-    """Write ``config.json``, or check that the run dir holds a run of the same config."""
+def _claim_run_dir(run_dir: Path, saved: dict, spec: MethodSpec) -> None:
+    """Write ``config.json``, or check that the run dir holds a run of the same config (and
+    eval options that only extend the evaluation already made there)."""
     cfg_path = run_dir / "config.json"
     if cfg_path.is_file():
         old = read_json(cfg_path)
         diff = _first_difference(identity(old), identity(saved))
         if diff:
-            raise UserError(f"{cfg_path}: this run dir holds a run with another config ({diff} "
-                            f"differs); pass another --run-id or remove the directory")
+            raise UserError(f"{cfg_path}: this run dir holds a run with another config "
+                            f"({_flag_of(diff, spec)} differs: {_at(old, diff)} -> "
+                            f"{_at(saved, diff)}); pass another --run-id or remove the directory")
+        if (run_dir / "eval").is_dir():
+            _check_eval_extends(cfg_path, old["options"], _jsonable(saved["options"]))
     run_dir.mkdir(parents=True, exist_ok=True)
     atomic_write_json(cfg_path, saved)
+
+
+def _check_eval_extends(cfg_path: Path, old: dict, new: dict) -> None:
+    """A run whose eval has started may add eval tasks or problems, not drop or change them."""
+    why = ""
+    if old.get("eval_max_new_tokens") != new.get("eval_max_new_tokens"):
+        why = (f"--eval-max-new-tokens differs: {old.get('eval_max_new_tokens')} -> "
+               f"{new.get('eval_max_new_tokens')}")
+    elif not set(old.get("eval_tasks") or ()) <= set(new.get("eval_tasks") or ()):
+        why = (f"--eval-tasks drops {', '.join(sorted(set(old['eval_tasks']) - set(new['eval_tasks'])))}")
+    elif new.get("eval_limit") is not None and (old.get("eval_limit") is None
+                                                or new["eval_limit"] < old["eval_limit"]):
+        why = f"--eval-limit {new['eval_limit']} is below {old.get('eval_limit') or 'all'}"
+    if why:
+        raise UserError(f"{cfg_path}: this run's evaluation was made with other eval options "
+                        f"({why}); a rerun may only add eval tasks or problems; evaluate the "
+                        f"policy with `dapo-bench eval --model {cfg_path.parent}/...` or pass "
+                        f"another --run-id")
+
+
+def _flag_of(dotted: str, spec: MethodSpec) -> str:
+    """The flag a user changes a saved field with: options.seed -> --seed, config.beta ->
+    --beta (a method flag) or --set beta."""
+    head, _, rest = dotted.partition(".")
+    if head == "options":
+        return "--" + rest.replace("_", "-")
+    if head == "config":
+        flags = {v: k for k, v in spec.flags.items()}
+        return "--" + flags[rest].replace("_", "-") if rest in flags else f"--set {rest}"
+    return f"--{head}"
+
+
+def _at(saved: dict, dotted: str) -> Any:
+    node: Any = saved
+    for part in dotted.split("."):
+        node = node.get(part) if isinstance(node, dict) else None
+    return node
 
 
 def _first_difference(old: Any, new: Any, where: str = "") -> str:

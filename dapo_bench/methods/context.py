@@ -85,8 +85,9 @@ class RunContext:
         return (self.run_dir / "stages" / f"{name}.json").is_file()
 
     def run_stage(self, name: str, fn: Callable[[], dict | None], *,
-                  every_rank: bool = False) -> dict:
-        """Run ``fn`` once: skipped (its saved info returned) when its marker exists.
+                  every_rank: bool = False, key: dict | None = None) -> dict:
+        """Run ``fn`` once: skipped (its saved info returned) when its marker exists (and, with
+        ``key``, records the same key: e.g. the eval options an eval stage ran with).
 
         The stage's ledger counts are reset before ``fn`` runs (a rerun recounts everything it
         reports) and saved in the marker with the wall time. With several ranks: ``every_rank``
@@ -95,16 +96,17 @@ class RunContext:
         """
         marker = self.run_dir / "stages" / f"{name}.json"
         several = dist.world_size() > 1
-        done = dist.broadcast(marker.is_file()) if several else marker.is_file()
+        done = marker.is_file() and (key is None or read_json(marker).get("key") == key)
+        done = dist.broadcast(done) if several else done
         if done:
             return self._skip(name, marker, "done before, skipped")
         if several and not every_rank:
             if dist.is_main():
                 with dist.solo():
-                    info = self._run(name, fn, marker)
+                    info = self._run(name, fn, marker, key)
             dist.barrier()
             return info if dist.is_main() else self._skip(name, marker, "run by rank 0")
-        info = self._run(name, fn, marker)
+        info = self._run(name, fn, marker, key)
         dist.barrier()
         return info
 
@@ -118,7 +120,8 @@ class RunContext:
         self.log(f"stage {name}: {why}")
         return m["info"]
 
-    def _run(self, name: str, fn: Callable[[], dict | None], marker: Path) -> dict:
+    def _run(self, name: str, fn: Callable[[], dict | None], marker: Path,
+             key: dict | None = None) -> dict:
         self.ledger.stages[name] = StageCount()
         self.counts.pop(name, None)
         self.log(f"stage {name}: start")
@@ -132,8 +135,9 @@ class RunContext:
         if dist.is_main():
             atomic_write_json(marker, {"info": info, "seconds": secs,
                                        "ledger": dataclasses.asdict(count),
-                                       "counts": self.counts.get(name, {})})
-        self.log(f"stage {name}: {secs:.1f}s, {self.ledger.stage_flops(name):.3g} FLOPs")
+                                       "counts": self.counts.get(name, {}),
+                                       **({"key": key} if key is not None else {})})
+        self.log(f"stage {name}: {secs:.1f}s, {_flops_note(info, self.ledger.stage_flops(name))}")
         return info
 
     # ------------------------------------------------------------------ models
@@ -160,6 +164,16 @@ def new_generator(opts: Any, model_dir: str) -> Any:
     return load_generator(opts.backend, model_dir, **options)
 
 
+def _flops_note(info: dict, run_flops: float) -> str:
+    """What a stage spent, for its log line. A stage with its own ledger (the equal-compute
+    control, kept out of the method's) reports its spend as ``info["flops"]``; the run's ledger
+    shows 0 for it, which the log used to print as "0 FLOPs"."""
+    own = info.get("flops")
+    if isinstance(own, (int, float)) and not run_flops:
+        return f"{own:.3g} FLOPs (own ledger, not the run's)"
+    return f"{run_flops:.3g} FLOPs" if run_flops else "0 FLOPs charged"
+
+
 class _Bar:
     def __init__(self, name: str, total: int, unit: str, quiet: bool):
         from dapo_bench.eval.progress import Progress
@@ -167,8 +181,8 @@ class _Bar:
         self._p = Progress(quiet=quiet)
         self._bar = self._p.start(name, total=total, done=0, unit=unit)
 
-    def __enter__(self) -> Callable[[int], None]:
-        return lambda k: self._p.advance(self._bar, k)
+    def __enter__(self) -> Callable[..., None]:  # advance(k, resumed=False)
+        return lambda k, resumed=False: self._p.advance(self._bar, k, resumed)
 
     def __exit__(self, *exc: object) -> None:
         if exc[0] is None:

@@ -41,7 +41,9 @@ def eval_policy(ctx: Any, model_dir: str, label: str) -> dict:
         )
         return {t: {**r["metrics"]["acc"], "n": r["n_problems"]} for t, r in res["tasks"].items()}
 
-    info = ctx.run_stage(f"eval.{label}", work, every_rank=True)
+    key = {"tasks": list(ctx.opts.eval_tasks), "limit": ctx.opts.eval_limit,
+           "max_new_tokens": ctx.opts.eval_max_new_tokens}  # other eval options: rerun it
+    info = ctx.run_stage(f"eval.{label}", work, every_rank=True, key=key)
     ctx.log("eval " + label + ": " + ", ".join(
         f"{t} {m['value']:.3f}±{m['stderr'] or 0:.3f}" for t, m in info.items()))
     return info

@@ -35,7 +35,7 @@ def resolve_tasks(suite: str | None = None, tasks: list[str] | tuple[str, ...] =
         TASKS.entry(t)  # unknown name -> UserError listing the known ones
         names.append(t)
     if not names:
-        raise UserError("give --suite NAME or --task NAME (see 'dapo-bench list')")
+        raise UserError("give --suite NAME or --tasks NAME[,NAME...] (see 'dapo-bench list')")
     return list(dict.fromkeys(names))
 
 

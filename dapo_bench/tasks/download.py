@@ -16,6 +16,7 @@ environment, archives (an origin file must be the JSONL/JSON/parquet the task re
 from __future__ import annotations
 
 import hashlib
+import http.client
 import os
 import sys
 import urllib.request
@@ -53,7 +54,7 @@ def _read_url(task: str, url: str) -> bytes:
     try:
         with urllib.request.urlopen(url, timeout=TIMEOUT_S) as r:
             data = r.read(MAX_BYTES + 1)
-    except (OSError, ValueError) as e:  # URLError, HTTPError, timeouts are OSErrors
+    except (OSError, ValueError, http.client.HTTPException) as e:  # URLError, HTTPError, timeouts
         raise UserError(f"task {task}: cannot download {url} ({type(e).__name__}: {e}); "
                         f"pass --data-dir DIR or --data-file PATH with a local copy") from None
     if len(data) > MAX_BYTES:

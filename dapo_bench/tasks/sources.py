@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from dapo_bench.errors import UserError
-from dapo_bench.io import read_json, read_jsonl
+from dapo_bench.io import check_input_file, read_json, read_jsonl
 from dapo_bench.tasks.spec import HubSource, TaskSpec, UrlSource
 
 DATA_DIR_ENV = "DAPO_BENCH_DATA_DIR"
@@ -41,8 +41,7 @@ def _set_offline() -> None:
 
 def read_file(path: Path) -> list[dict]:
     """Rows of a JSONL, JSON (list of objects, or {"data"|"rows": [...]}) or parquet file."""
-    if not path.is_file():
-        raise UserError(f"{path}: no such file")
+    check_input_file(path)  # missing, or a directory: "not a regular file"
     suffix = path.suffix.lower()
     if suffix == ".jsonl":
         return read_jsonl(path)

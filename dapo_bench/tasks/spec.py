@@ -134,6 +134,16 @@ class TaskSpec:
     spec_path: str = ""
     hash: str = ""
 
+    def to_dict(self) -> dict:
+        """The parsed spec as plain data (results' ``tasks.<t>.spec``, like lm-eval's
+        ``configs``), without the machine-specific ``spec_path`` and the separate ``hash``."""
+        from dataclasses import asdict
+
+        d = asdict(self)
+        d.pop("spec_path")
+        d.pop("hash")
+        return d
+
     def template_text(self) -> str:
         """The prompt template as recorded in results (chat parts or the raw template)."""
         p = self.prompt

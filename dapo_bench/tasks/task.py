@@ -39,6 +39,8 @@ class Problem:
     subjects: dict[str, str] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
     solution: str | None = None  # the spec's worked gold solution (SFT's target), if it has one
+    row_hash: str = ""  # rows_digest of the source row: a resumed eval reuses a sample only
+    # when the row it was made from is the same
 
 
 def fill(template: str, values: dict[str, Any]) -> str:
@@ -157,7 +159,13 @@ def build_problems(spec: TaskSpec, rows: list[dict], origin: str, overrides: dic
         missing = [k for k in (*question_fields, gold_field) if k not in row]
         if missing:
             raise UserError(f"{where}: field {missing[0]!r} missing (task {spec.name})")
+        for k in question_fields:
+            if row[k] is not None and not isinstance(row[k], str):
+                raise UserError(f"{where}: field {k!r} must be text, got "
+                                f"{type(row[k]).__name__} {_short(row[k])}")
         question = "\n\n".join(str(row[k]) for k in question_fields if _present(row[k]))
+        if not question:
+            raise UserError(f"{where}: field {question_fields[0]!r} is empty (task {spec.name})")
         pid = str(row[id_field]) if id_field and row.get(id_field) is not None else str(i)
         if pid in seen:
             raise UserError(f"{where}: duplicate id {pid!r} in field {id_field!r}")
@@ -168,8 +176,16 @@ def build_problems(spec: TaskSpec, rows: list[dict], origin: str, overrides: dic
         solution = None
         if f.solution and _present(row.get(f.solution)):
             solution = str(make_gold(spec.solution_transform, row[f.solution], row, where))
-        problems.append(Problem(pid, question, gold, subjects, extra, solution))
+        problems.append(Problem(pid, question, gold, subjects, extra, solution,
+                                rows_digest([row])))
     return problems
+
+
+def _short(value: Any) -> str:
+    import json
+
+    s = json.dumps(value, default=str)
+    return s if len(s) <= 40 else s[:37] + "..."
 
 
 def load_task(

@@ -3,10 +3,14 @@
 
 A verdict passes only when every test passes, the sandbox's network and write isolation are
 both active (otherwise every verdict is ``sandbox_error``), and, for assert-based tests, the
-completion token came back. ``Verdict.reason`` is "ok" or the first failing test's status;
+checker finished (its completion token came back) and called the program at least once. ``Verdict.reason`` is "ok" or the first failing test's status;
 ``details`` holds ``statuses`` (one per test: ok / wrong_answer / runtime_error / time_limit /
-memory_limit / output_limit / sandbox_error / skipped), ``first_failure`` (test index, status,
-error), ``form``, ``n_tests`` and ``cpu_s``.
+memory_limit / output_limit / sandbox_error / skipped, and the reasons that are never the
+program's pass: no_tests (nothing to check, or checks that never call the program),
+unsupported_test (checks a proxy cannot express), bad_reply (a reply that does not decode or is
+too large), checker_crashed (the checker died or did not finish), bad_test (test code that does
+not compile)), ``first_failure`` (test index, status, error), ``form``, ``n_tests`` and
+``cpu_s``.
 """
 
 from __future__ import annotations
@@ -67,19 +71,32 @@ def grade(spec: Spec, head: dict, blobs: list[bytes], limits: Limits, token: str
     if fatal:
         k = next((i for i, s in enumerate(statuses) if s == "skipped"), 0 if n else None)
         if k is not None:
-            statuses[k], errors[k] = "sandbox_error", str(fatal)[:300]
-    if spec.kind == "assert" and all(s == "ok" for s in statuses) and token not in \
-            head.get("tokens", []):
-        statuses[-1], errors[-1] = "runtime_error", "the completion token did not come back"
+            statuses[k], errors[k] = str(head.get("reason") or "sandbox_error"), str(fatal)[:300]
+    if spec.kind == "assert" and n and all(s == "ok" for s in statuses):
+        if token not in head.get("tokens", []):
+            statuses[-1], errors[-1] = "checker_crashed", "the checker did not finish"
+        elif not sum(int(r.get("calls") or 0) for r in head.get("results", [])):
+            statuses[-1], errors[-1] = "no_tests", "the checks never called the program"
     first = next((i for i, s in enumerate(statuses) if s != "ok"), None)
     passed = first is None and n > 0
-    reason = "ok" if passed else statuses[first] if first is not None else "sandbox_error"
+    reason = "ok" if passed else statuses[first] if first is not None else "no_tests"
     details = {
         "form": spec.form, "n_tests": n, "statuses": statuses, "cpu_s": round(cpu, 4),
         "first_failure": None if first is None else
         {"test": first, "status": statuses[first], "error": errors[first]},
     }
     return Verdict(passed=passed, reason=reason, seconds=seconds, details=details)
+
+
+def refused(spec: Spec) -> Verdict | None:
+    """The verdict of tests that are not run at all: none to run (``no_tests``), or checks a
+    proxy cannot express (``unsupported_test``: see `scan.proxy_limits`); else None."""
+    if spec.n_tests == 0 or spec.unsupported == "no_assert":
+        return _error_verdict("no_tests", "there is nothing to check", spec)
+    if spec.unsupported:
+        return _error_verdict("unsupported_test", "the checks need what a proxy of the "
+                              f"program cannot carry: {spec.unsupported}", spec)
+    return None
 
 
 def _error_verdict(reason: str, error: str, spec: Spec | None = None) -> Verdict:
@@ -101,15 +118,21 @@ class _Runner:
         if not self.ok:
             return [_error_verdict("sandbox_error", f"sandbox not isolated: {self.why}", s)
                     for s in specs]
-        tokens = [secrets.token_hex(16) for _ in specs]
-        jobs = [s.job(p, limits.to_dict(), t) for p, s, t in zip(programs, specs, tokens)]
+        out: list[Verdict | None] = [refused(s) for s in specs]
+        todo = [k for k, v in enumerate(out) if v is None]
+        tokens = {k: secrets.token_hex(16) for k in todo}
+        jobs = [specs[k].job(programs[k], limits.to_dict(), tokens[k]) for k in todo]
         t0 = time.perf_counter()
-        raw = self.pool.run(jobs, on_done=progress)
+        done = (lambda j: progress(todo[j])) if progress is not None else None
+        raw = self.pool.run(jobs, on_done=done) if jobs else []
         wall = time.perf_counter() - t0
-        out = []
-        for spec, tok, (head, blobs) in zip(specs, tokens, raw):
+        for k, (head, blobs) in zip(todo, raw):
             secs = float(head.get("seconds", wall))
-            out.append(grade(spec, head, blobs, limits, tok, secs))
+            out[k] = grade(specs[k], head, blobs, limits, tokens[k], secs)
+        if progress is not None:
+            for k, v in enumerate(out):
+                if k not in tokens:
+                    progress(k)
         return out
 
     def close(self) -> None:
@@ -167,7 +190,7 @@ class CodeVerifier:
     """``verify(program, tests) -> Verdict``; owns its worker pool until `close`."""
 
     name = "code"
-    version = "1.0"
+    version = "2.0"  # 2.0: assert-based checks in their own process (issue 14)
     fields = ("program", "tests")
 
     def __init__(self, *, timeout: float | None = None, workers: int | None = None,

@@ -1,4 +1,5 @@
-"""The confined child: one fork of a worker that runs tests ``start..stop-1`` of one program.
+"""The confined child: one fork of a worker that runs stdin/stdout or call-based tests
+``start..stop-1`` of one program (assert-based tests: `checker` and `zygote`).
 
 `run(...)` never returns. It closes every inherited descriptor but its report pipe and the
 per-test output memfds, applies all child layers (`layers.confine_child`), compiles the program
@@ -16,15 +17,16 @@ from __future__ import annotations
 
 import os
 import sys
-from builtins import BaseException, int, len, range, str  # noqa: UP029 - see harness.py
+from builtins import BaseException, int, range, str  # noqa: UP029 - see harness.py
 
 from dapo_bench.verifiers.code import harness, layers, probe, wire
 from dapo_bench.verifiers.code.limits import Limits
 
-FAILS = ("runtime_error", "time_limit", "memory_limit", "output_limit", "sandbox_error")
+FAILS = ("runtime_error", "time_limit", "memory_limit", "output_limit", "sandbox_error",
+         "unsupported_test", "bad_reply", "program_gone", "checker_crashed", "bad_test")
 
 
-def _close_others(keep: set[int]) -> None:
+def close_others(keep: set[int]) -> None:
     for name in os.listdir("/proc/self/fd"):
         fd = int(name)
         if fd > 2 and fd not in keep:
@@ -36,11 +38,8 @@ def _close_others(keep: set[int]) -> None:
 
 def _compile(job: dict):
     code = compile(job["program"], "<program>", "exec")
-    setup = job.get("setup")
-    setup = harness.compile_checks(setup, "<test>") if setup else None
-    checks = [harness.compile_checks(c, "<check>") for c in job.get("checks", [])]
     preamble = compile(harness.PREAMBLE, "<preamble>", "exec") if job.get("preamble") else None
-    return code, setup, checks, preamble
+    return code, preamble
 
 
 def _tests(job, lim: Limits, start: int, stop: int, outs: list[int], res_fd: int) -> None:
@@ -52,16 +51,15 @@ def _tests(job, lim: Limits, start: int, stop: int, outs: list[int], res_fd: int
         send(i=0, status="ok", error="", cpu=0.0, probe=probe.probe_inside())
         return
     try:
-        code, setup, checks, preamble = _compile(job)
+        code, preamble = _compile(job)
     except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError) as e:
         for k in range(start, stop):
             send(i=k, status="runtime_error", error=f"compile: {e!r}"[:300], cpu=0.0)
         return
-    env = ns = None
-    if kind in ("call", "assert"):
+    ns = None
+    if kind == "call":
         try:
             ns = harness.load_program(code, preamble)
-            env = harness.check_env(ns, setup) if kind == "assert" else None
         except BaseException as e:  # noqa: BLE001 - SystemExit too: exit before the tests
             st = harness._status_of(e)
             for k in range(start, stop):
@@ -75,11 +73,9 @@ def _tests(job, lim: Limits, start: int, stop: int, outs: list[int], res_fd: int
         if kind == "stdio":
             data = job["cases"][k].encode("utf-8", "surrogateescape")
             status, err = harness.stdio_test(code, data, out_fd)
-        elif kind == "call":
+        else:
             status, err, value = harness.call_test(ns, job.get("fn_name") or "", job["cases"][k],
                                                    out_fd)
-        else:
-            status, err = harness.assert_test(env, checks[k], out_fd)
         cpu = harness.cpu_used() - c0
         if cpu > lim.time_s and status != "time_limit":
             status, err = "time_limit", f"CPU {cpu:.2f}s over {lim.time_s:g}s"
@@ -90,15 +86,13 @@ def _tests(job, lim: Limits, start: int, stop: int, outs: list[int], res_fd: int
         send(**msg)
         if left_over or (lim.fail_fast and status in FAILS):
             return
-    if kind == "assert" and stop == len(checks):
-        send(done=job["token"])
 
 
 def run(job: dict, start: int, stop: int, outs: list[int], res_fd: int, uid: int | None,
         tmpdir: str, abi: int, bpf: bytes | None) -> None:
     """Entry point in the forked child; never returns."""
     try:
-        _close_others({res_fd, *outs})
+        close_others({res_fd, *outs})
         devnull = os.open(os.devnull, os.O_RDWR)
         for fd in (0, 1, 2):
             os.dup2(devnull, fd)

@@ -10,7 +10,8 @@ Forms (auto-detected; a JSON or Python-literal string of any of them is decoded 
   cases: one JSON argument a line), or an LCB row subset ``{"public_test_cases",
   "private_test_cases"?, "metadata"?: {"func_name"}}`` whose private cases may be
   base64 -> zlib -> pickle -> JSON (`decode_lcb_private`).
-* HumanEval ``{"test", "entry_point"}`` (the program is prompt + completion).
+* HumanEval ``{"test", "entry_point", "prompt"?}`` (the program is prompt + completion; with
+  ``prompt``, helpers the test calls, such as HumanEval/32's ``poly``, are the prompt's own).
 * MBPP ``{"test_list", "test_imports"?, "test_setup_code"?}``: one check per assert.
 * LeetCode ``{"functional": "def check(candidate): ... check(Solution().f)"}``, run after the
   usual LeetCode imports (typing, collections, math, ...).
@@ -29,6 +30,8 @@ import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
+from dapo_bench.verifiers.code import scan
+
 from dapo_bench.errors import UserError
 
 
@@ -42,19 +45,39 @@ class Spec:
     setup: str | None = None
     checks: list[str] = field(default_factory=list)
     preamble: bool = False
+    prompt: str | None = None  # HumanEval: run in the checker, so its helpers are the dataset's
+    targets: list[str] = field(default_factory=list)  # names the checker proxies (`scan`)
+    unsupported: str = ""  # why a proxy cannot run these checks (`scan.proxy_limits`)
+    mutation: bool = False  # the checks read an argument after the call (write-back rule)
 
     @property
     def n_tests(self) -> int:
         return len(self.checks) if self.kind == "assert" else len(self.cases)
 
     def job(self, program: str, limits: dict, token: str) -> dict:
-        """What a worker receives: no expected outputs."""
+        """What a worker receives: no expected outputs. (For assert-based tests the test code
+        goes only to the checker process; the program process never holds it.)"""
         j = {"kind": self.kind, "program": program, "limits": limits, "preamble": self.preamble}
         if self.kind == "assert":
-            j.update(setup=self.setup, checks=self.checks, token=token)
+            j.update(setup=self.setup, checks=self.checks, token=token, targets=self.targets,
+                     prompt=self.prompt)
         else:
             j.update(cases=self.cases, fn_name=self.fn_name)
         return j
+
+
+def _assert_spec(form: str, checks: list[str], setup: str | None = None,
+                 entry_point: str | None = None, prompt: str | None = None,
+                 preamble: bool = False) -> Spec:
+    """An assert-based Spec with its proxy targets and what a proxy cannot express."""
+    sources = [setup, *checks]
+    names = scan.targets(sources, entry_point, prompt, preamble)
+    found = scan.proxy_limits(sources, names)
+    why = [k for k in ("callable_arg", "identity") if found[k]]
+    if not scan.checks_anything(sources):
+        why.append("no_assert")
+    return Spec("assert", form, setup=setup, checks=checks, preamble=preamble, prompt=prompt,
+                targets=names, unsupported=", ".join(why), mutation=found["mutation"])
 
 
 class _NoGlobals(pickle.Unpickler):
@@ -165,8 +188,11 @@ def parse_tests(tests: Any, where: str = "tests") -> Spec:
         form = "taco" if "fn_name" in tests else "code_contests"
         return _io(tests["inputs"], tests["outputs"], tests.get("fn_name"), form, where)
     if "test" in tests and "entry_point" in tests:
-        return Spec("assert", "humaneval", setup=str(tests["test"]),
-                    checks=[f"check({tests['entry_point']})"])
+        entry, prompt = str(tests["entry_point"]), tests.get("prompt")
+        if not entry.isidentifier():
+            raise UserError(f"{where}.entry_point: {entry!r} is not a Python name")
+        return _assert_spec("humaneval", [f"check({entry})"], str(tests["test"]), entry,
+                            str(prompt) if prompt else None)
     if "test_list" in tests:
         lst = tests["test_list"]
         lst = _decode_str(lst, f"{where}.test_list") if isinstance(lst, str) else lst
@@ -176,9 +202,9 @@ def parse_tests(tests: Any, where: str = "tests") -> Spec:
         setup = "\n".join(list(imports) + [tests.get("test_setup_code") or ""]).strip()
         if not lst:
             raise UserError(f"{where}.test_list: empty")
-        return Spec("assert", "mbpp", setup=setup or None, checks=[str(t) for t in lst])
+        return _assert_spec("mbpp", [str(t) for t in lst], setup or None)
     if "functional" in tests:
-        return Spec("assert", "leetcode", checks=[str(tests["functional"])], preamble=True)
+        return _assert_spec("leetcode", [str(tests["functional"])], preamble=True)
     raise UserError(f"{where}: unrecognised test form with keys {sorted(tests)[:8]} (expected "
                     "TACO inputs/outputs, HumanEval test/entry_point, MBPP test_list, LeetCode "
                     "functional, or a LiveCodeBench/codeforces case list)")

@@ -1,26 +1,22 @@
-"""What runs inside a confined test process: the program, then its test in one of three forms.
+"""What runs inside a confined test process of stdin/stdout and call-based tests.
 
 Imported by the worker before any untrusted code exists, so the references captured here
-(builtins, ``os.write``, ``os._exit``, ``json.dumps``) are the pristine ones.
+(builtins, ``os.write``, ``os._exit``, ``json.loads``) are the pristine ones.
 
 * stdio: the program runs as ``__main__`` with fd 0 = the test input; its stdout goes to the
   runner, which hands it to the parent for comparison. No expected output is ever here.
 * call: the program is executed, the function called with the test's arguments, and the
-  result is reduced to exact built-in values (`plain`) and serialised to JSON here; the parent
+  result is reduced to plain values and serialised to JSON (`values.to_json`); the parent
   compares data. An object whose ``__eq__`` always returns True is not plain: wrong answer.
-* assert (HumanEval, MBPP, LeetCode ``check``): the test code is rewritten so that every
-  ``assert a == b`` compares `plain` values, it runs with a snapshot of the built-ins taken
-  before the program ran, and a token is written only after the last check, so ``exit(0)``
-  before the checks cannot pass.
 
-Not covered: a program written against this harness can forge an assert-based pass (it shares
-the process with the checks and can find the token); expected values of assert-based tests
-are in the test code by nature. Stdio and call-based results cannot be forged that way.
+Assert-based tests (HumanEval, MBPP, LeetCode ``check``) do not run here: their checks run in
+a checker process of their own (`checker`) that calls the program, in its own process
+(`zygote`, `proxy.serve`), through proxies that carry only plain data. See docs/code-sandbox.md
+for what is contained and what is not.
 """
 
 from __future__ import annotations
 
-import ast
 import builtins
 import errno
 import io
@@ -33,7 +29,6 @@ import threading
 # Module globals, so that a program patching the builtins module cannot change what the
 # harness catches or calls (child.py and wire.py do the same).
 from builtins import (  # noqa: UP029
-    AssertionError,
     BaseException,
     MemoryError,
     NameError,
@@ -51,12 +46,11 @@ from builtins import (  # noqa: UP029
     tuple,
 )
 
-_BUILTINS = dict(builtins.__dict__)
-_write, _exit, _dumps, _loads = os.write, os._exit, json.dumps, json.loads
-_type, _isinstance, _len = type, isinstance, len
+from dapo_bench.verifiers.code.values import NotPlain, to_json
+
+_write, _exit, _loads = os.write, os._exit, json.loads
+_type, _isinstance = type, isinstance
 _getrusage, _setrlimit = resource.getrusage, resource.setrlimit
-_EXACT = (int, float, str, bool, type(None), bytes, complex)
-_NOT_PLAIN = object()
 
 # What LeetCode / LiveCodeBench harnesses put before a call-based program.
 PREAMBLE = """\
@@ -75,93 +69,6 @@ try:
 except ImportError:
     pass
 """
-
-
-class NotPlain(Exception):
-    pass
-
-
-def plain(x, depth: int = 0):
-    """Reduce ``x`` to exact built-in values using the base types' own methods (so subclass
-    overrides are ignored); numpy values become Python values. Raises NotPlain otherwise."""
-    if depth > 200:
-        raise NotPlain("too deep")
-    t = _type(x)
-    if t in _EXACT:
-        return x
-    if t is list or t is tuple or t is set or t is frozenset:
-        items = [plain(v, depth + 1) for v in t.__iter__(x)]
-        return items if t is list else (tuple(items) if t is tuple else t(items))
-    if t is dict:
-        return {plain(k, depth + 1): plain(v, depth + 1) for k, v in dict.items(x)}
-    for base, conv in ((bool, bool.__bool__), (int, int.__index__), (float, float.__float__),
-                       (str, str.__str__)):
-        if _isinstance(x, base):
-            return plain(conv(x), depth + 1)
-    if _isinstance(x, dict):
-        return plain(dict(dict.items(x)), depth + 1)
-    if _isinstance(x, tuple):
-        return plain(tuple(tuple.__iter__(x)), depth + 1)
-    if _isinstance(x, list):
-        return plain(list(list.__iter__(x)), depth + 1)
-    np = sys.modules.get("numpy")
-    if np is not None and _isinstance(np, _type(sys)):
-        if _isinstance(x, np.ndarray):
-            return plain(np.ndarray.tolist(x), depth + 1)
-        if _isinstance(x, np.generic):
-            return plain(np.generic.item(x), depth + 1)
-    raise NotPlain(f"a {t.__name__!s} is not a plain value")
-
-
-def safe_eq(a, b) -> bool:
-    """``a == b`` on plain values; a non-plain side against a plain one is unequal."""
-    try:
-        pa = plain(a)
-    except (NotPlain, RecursionError):
-        pa = _NOT_PLAIN
-    try:
-        pb = plain(b)
-    except (NotPlain, RecursionError):
-        pb = _NOT_PLAIN
-    if pa is _NOT_PLAIN and pb is _NOT_PLAIN:
-        return bool(a == b)  # the test compares objects of its own classes
-    if pa is _NOT_PLAIN or pb is _NOT_PLAIN:
-        return False
-    return bool(pa == pb)
-
-
-def to_json(x) -> str:
-    """Serialise a call result as JSON (tuples -> lists, sets -> sorted lists)."""
-    def conv(v):
-        if _isinstance(v, (list, tuple)):
-            return [conv(i) for i in v]
-        if _isinstance(v, (set, frozenset)):
-            return sorted((conv(i) for i in v), key=repr)
-        if _isinstance(v, dict):
-            return {str(k) if not _isinstance(k, str) else k: conv(i) for k, i in v.items()}
-        if _isinstance(v, bytes):
-            return v.decode("latin-1")
-        if _isinstance(v, complex):
-            return [v.real, v.imag]
-        return v
-    return _dumps(conv(plain(x)))
-
-
-class _EqRewriter(ast.NodeTransformer):
-    def visit_Assert(self, node: ast.Assert):
-        self.generic_visit(node)
-        t = node.test
-        if _isinstance(t, ast.Compare) and _len(t.ops) == 1 and \
-                _isinstance(t.ops[0], (ast.Eq, ast.NotEq)):
-            call = ast.Call(ast.Name("__dapo_eq__", ast.Load()), [t.left, t.comparators[0]], [])
-            node.test = call if _isinstance(t.ops[0], ast.Eq) else ast.UnaryOp(ast.Not(), call)
-        return node
-
-
-def compile_checks(src: str, filename: str = "<test>"):
-    """Compile test code with every ``assert a == b`` routed through `safe_eq`."""
-    tree = ast.fix_missing_locations(_EqRewriter().visit(ast.parse(src, filename)))
-    return compile(tree, filename, "exec")
 
 
 def cpu_used() -> float:
@@ -274,24 +181,3 @@ def call_test(ns: dict, fn_name: str, args_json: str, out_fd: int) -> tuple[str,
         return "runtime_error", f"exit status {e.code!r}"[:300], ""
     except BaseException as e:  # noqa: BLE001
         return _status_of(e), _err(e), ""
-
-
-def check_env(ns: dict, setup) -> dict:
-    """The namespace checks run in: the program's names, pristine built-ins, `safe_eq`."""
-    env = dict(ns)
-    env["__builtins__"] = dict(_BUILTINS)
-    env["__dapo_eq__"] = safe_eq
-    if setup is not None:
-        exec(setup, env)  # noqa: S102 - running it is the point
-    return env
-
-
-def assert_test(env: dict, check, out_fd: int) -> tuple[str, str]:
-    _streams(b"", out_fd)
-    try:
-        exec(check, env)  # noqa: S102 - running it is the point
-        return "ok", ""
-    except AssertionError as e:
-        return "wrong_answer", _err(e)
-    except BaseException as e:  # noqa: BLE001 - SystemExit inside a check fails it too
-        return _status_of(e), _err(e)

@@ -20,8 +20,11 @@ import sys
 import tempfile
 import threading
 import time
+from pathlib import Path
 
 from dapo_bench.verifiers.code import probe, wire
+
+import dapo_bench
 
 _ENV = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "HOME": "/nonexistent",
         "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
@@ -33,11 +36,24 @@ class WorkerDied(Exception):
     pass
 
 
+class BadReply(WorkerDied):
+    """The worker's reply does not decode, or is too large: the job is ``bad_reply``."""
+
+
+_REPLY_LIMIT = 1 << 30
+
+
+# The worker imports the same dapo_bench as this process (not whichever one is installed).
+_ROOT = str(Path(dapo_bench.__file__).resolve().parents[1])
+_BOOT = (f"import sys; sys.path.insert(0, {_ROOT!r}); "
+         "from dapo_bench.verifiers.code.worker import main; main()")
+
+
 class _Worker:
-    def __init__(self, uid: int, tmp: str, landlock: bool):
+    def __init__(self, uid: int, checker_uid: int, tmp: str, landlock: bool):
         self.uid, self.tmp = uid, tmp
-        cmd = [sys.executable, "-I", "-m", "dapo_bench.verifiers.code.worker",
-               "--uid", str(uid), "--tmp", tmp]
+        cmd = [sys.executable, "-I", "-c", _BOOT, "--uid", str(uid),
+               "--checker-uid", str(checker_uid), "--tmp", tmp]
         if not landlock:
             cmd.append("--no-landlock")
         self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -56,9 +72,14 @@ class _Worker:
             if not chunk:
                 raise WorkerDied(f"worker exited ({self.proc.poll()})")
             buf += chunk
-            frames = wire.parse_stream(buf)
+            try:
+                frames = wire.parse_stream(buf)
+            except (ValueError, RecursionError) as e:
+                raise BadReply(f"undecodable reply from the worker: {e}"[:300]) from None
             if frames:
                 return frames[0]
+            if len(buf) > _REPLY_LIMIT:
+                raise BadReply(f"a reply from the worker over {_REPLY_LIMIT} bytes")
 
     def call(self, job: dict, timeout: float) -> tuple[dict, list[bytes]]:
         try:
@@ -93,7 +114,7 @@ class Pool:
         self._base = tempfile.mkdtemp(prefix="dapo-sandbox-")
         os.chmod(self._base, 0o711)
         rng = random.SystemRandom()
-        self._uids = rng.sample(range(2_000_000, 2_000_000_000), self.size)
+        self._uids = rng.sample(range(2_000_000, 2_000_000_000), 2 * self.size)  # + checkers
         self._workers: list[_Worker | None] = [None] * self.size
         self._lock = threading.Lock()
         self._layers: dict | None = None
@@ -104,23 +125,36 @@ class Pool:
             self.close()
             raise
 
+    @property
+    def checker_uids(self) -> set[int]:
+        """The uids of the workers' checker servers (they live as long as their worker)."""
+        return set(self._uids[self.size:])
+
     def _spawn(self, i: int) -> _Worker:
         tmp = os.path.join(self._base, f"w{i}")
         os.makedirs(tmp, mode=0o711, exist_ok=True)
-        return _Worker(self._uids[i], tmp, self._landlock)
+        return _Worker(self._uids[i], self._uids[self.size + i], tmp, self._landlock)
 
     def _call(self, i: int, job: dict) -> tuple[dict, list[bytes]]:
         w = self._workers[i]
         try:
+            if w is not None and w.proc.poll() is not None:  # it exited between jobs
+                w.close()
+                w = self._workers[i] = None
             if w is None:
                 w = self._workers[i] = self._spawn(i)
-            return w.call(job, job_timeout(job))
+            head, blobs = w.call(job, job_timeout(job))
+            if head.get("bye"):  # the worker is going away (its zygote died): start afresh
+                w.close()
+                self._workers[i] = None
+            return head, blobs
         except WorkerDied as e:
             if w is not None:
                 w.proc.kill()
                 w.close()
             self._workers[i] = None
-            return {"results": [], "fatal": {"fatal": str(e)}}, []
+            reason = "bad_reply" if isinstance(e, BadReply) else "sandbox_error"
+            return {"results": [], "fatal": {"fatal": str(e)}, "reason": reason}, []
 
     def run(self, jobs: list[dict], on_done=None) -> list[tuple[dict, list[bytes]]]:
         """Run jobs on all workers; results in input order. ``on_done(k)`` after each."""

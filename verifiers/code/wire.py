@@ -9,7 +9,16 @@ from __future__ import annotations
 import json
 import os
 import struct
-from builtins import bytes, dict, len, min, range  # noqa: UP029 - see harness.py
+from builtins import (  # noqa: UP029 - see harness.py
+    RecursionError,
+    ValueError,
+    bytes,
+    dict,
+    len,
+    min,
+    range,
+    type,
+)
 
 _U32 = struct.Struct("<I")
 
@@ -44,15 +53,28 @@ def _read_exact(fd: int, n: int) -> bytes | None:
     return bytes(buf)
 
 
-def recv(fd: int) -> tuple[dict, list[bytes]] | None:
-    """Read one frame; None at end of stream (or a frame cut short)."""
+class FrameError(ValueError):
+    """A frame over the size limit, or a header that is not a JSON object."""
+
+
+def recv(fd: int, limit: int | None = None) -> tuple[dict, list[bytes]] | None:
+    """Read one frame; None at end of stream (or a frame cut short). With ``limit``, a header
+    over ``limit`` bytes, blobs, or a header that is not a JSON object raise FrameError."""
     raw = _read_exact(fd, 4)
     if raw is None:
         return None
-    hb = _read_exact(fd, _U32.unpack(raw)[0])
+    size = _U32.unpack(raw)[0]
+    if limit is not None and size > limit:
+        raise FrameError(f"a reply of {size} bytes (limit {limit})")
+    hb = _read_exact(fd, size)
     if hb is None:
         return None
-    header = json.loads(hb.decode("utf-8", "surrogatepass"))
+    try:
+        header = json.loads(hb.decode("utf-8", "surrogatepass"))
+    except (ValueError, RecursionError) as e:
+        raise FrameError(f"undecodable frame: {e}"[:200]) from None
+    if type(header) is not dict or (limit is not None and header.pop("_blobs", 0) != 0):
+        raise FrameError("a frame that is not a plain JSON object")
     blobs = []
     for _ in range(header.pop("_blobs", 0)):
         raw = _read_exact(fd, 4)

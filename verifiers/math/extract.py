@@ -36,7 +36,6 @@ import re
 from bisect import bisect_right
 from functools import lru_cache
 
-from dapo_bench.errors import UserError
 from dapo_bench.verifiers.math.normalize import TooLarge, clean, squeeze
 from dapo_bench.verifiers.math.spans import (
     Span,
@@ -48,6 +47,8 @@ from dapo_bench.verifiers.math.spans import (
 )
 from dapo_bench.verifiers.math.structure import is_label
 
+from dapo_bench.errors import UserError
+
 MAX_TEXT = 100_000  # characters of a model response we scan at all; longer is too_large
 
 _STRONG = re.compile(r"final\s+answer|####", re.IGNORECASE)
@@ -56,7 +57,7 @@ _PHRASE = re.compile(r"final\s+answer(?:\s+is)?|answers?\s+(?:is|are)|\banswer\s
 _NUMBER = re.compile(r"(?:(?<=\\boxed\{)|(?<![\w.\\^_{:]))-?(?:\d+(?::\d+)+|(?:\d{1,3}(?:,\d{3})+|\d+)"
                      r"(?:\.\d+)?(?:/\d+)?|\.\d+)"
                      r"(?:\\?%)?(?![\d{^_]|\\[a-zA-Z]|[.,]\d)")
-_PROSE = frozenset("is are was were the so thus therefore hence we get gives give answer then "
+_PROSE = frozenset("is are was were the so thus therefore hence we get gives give answer then "  # noqa: SIM905
                    "which that because since find found have has be let this it of to for with "
                    "by from final equals".split())
 _WORDS = re.compile(r"[A-Za-z]{2,}")

@@ -40,7 +40,7 @@ class Trace:
     """Which rule decided a comparison: the outermost shape rule (``labels in order``,
     ``relation vs interval``...) and the last leaf or shape decision, as ``str(trace)``."""
 
-    __slots__ = ("_shape", "_last")
+    __slots__ = ("_last", "_shape")
 
     def __init__(self) -> None:
         self._shape, self._last = "", ""
