@@ -88,6 +88,7 @@ CASES = [
     # train: every option before any generation
     ("train --method dapo --budget-flops -1 --out {d}/runs", "--budget-flops must be > 0"),
     ("train --method dapo --set actor.epochs=0 --out {d}/runs", "epochs must be >= 1"),
+    ("train --method sft --set nosuch=1 --out {d}/runs", "error: unknown field 'nosuch' (fields:"),
     ("train --method dapo --eval-tasks nosuch --out {d}/runs", "unknown task 'nosuch'"),
     ("train --method dapo --deepspeed bogus --out {d}/runs", "--deepspeed: expected none"),
     ("train --method dapo --eval-limit 0 --out {d}/runs", "--eval-limit must be >= 1"),
