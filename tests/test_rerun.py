@@ -149,7 +149,10 @@ def test_train_resume_rules(tmp_path):
     assert default_run_id("dapo", o1, s1) == default_run_id("dapo", o2, s2)
     assert default_run_id("dapo", o1, s1) != default_run_id("dapo", *saved(seed=1))
     run = tmp_path / "run"
-    _claim_run_dir(run, s1, spec)
+    _claim_run_dir(run, saved(seed=7)[1], spec)
+    _claim_run_dir(run, s1, spec)  # config.json alone (a rejected run) binds nothing
+    (run / "stages").mkdir()
+    (run / "stages" / "train.json").write_text("{}")  # now the run dir holds work
     _claim_run_dir(run, s2, spec)  # cosmetic + eval-only changes: resumes
     with pytest.raises(UserError, match=r"\(--seed differs: 0 -> 3\)"):
         _claim_run_dir(run, saved(seed=3)[1], spec)
@@ -181,3 +184,22 @@ def test_eval_stage_reruns_when_its_key_changes(tmp_path):
     assert ctx.run_stage("eval.final", work, key={"limit": 10}) == {"n": 1}
     assert ctx.run_stage("eval.final", work, key={"limit": 20}) == {"n": 2}
     assert len(calls) == 2
+
+
+def test_interrupted_stage_keeps_its_seconds(tmp_path):
+    """A stage stopped by Ctrl-C and rerun reports the seconds of both attempts."""
+    from dapo_bench.methods.base import RunOptions
+    from dapo_bench.methods.context import RunContext
+
+    ctx = RunContext(Path(tmp_path), RunOptions(quiet=True), n_params=10, method="x")
+
+    def stopped():
+        time.sleep(0.2)
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        ctx.run_stage("train", stopped)
+    assert read_json(tmp_path / "stages" / "train.partial.json")["seconds"] >= 0.2
+    ctx.run_stage("train", lambda: time.sleep(0.1))
+    assert read_json(tmp_path / "stages" / "train.json")["seconds"] >= 0.3
+    assert not (tmp_path / "stages" / "train.partial.json").exists()

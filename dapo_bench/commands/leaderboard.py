@@ -57,8 +57,7 @@ def register(app: typer.Typer) -> None:
             load_spec(check_input_file(spec))
             if runs is not None:
                 check_runs(spec, runs)
-        if out is not None:
-            check_out_dir(out)
+            check_out_dir(out if out is not None else Path(spec).parent)
         for spec in paths:
             res = render(spec, runs, out, draw_plots=plots)
             for s in res.skipped:

@@ -238,7 +238,9 @@ def _claim_run_dir(run_dir: Path, saved: dict, spec: MethodSpec) -> None:
     """Write ``config.json``, or check that the run dir holds a run of the same config (and
     eval options that only extend the evaluation already made there)."""
     cfg_path = run_dir / "config.json"
-    if cfg_path.is_file():
+    # the config binds once the run dir holds work: a run rejected right after claiming it
+    # (config.json alone) does not block the corrected command
+    if cfg_path.is_file() and any(p.name != "config.json" for p in run_dir.iterdir()):
         old = read_json(cfg_path)
         diff = _first_difference(identity(old), identity(saved))
         if diff:
@@ -263,10 +265,11 @@ def _check_eval_extends(cfg_path: Path, old: dict, new: dict) -> None:
                                                 or new["eval_limit"] < old["eval_limit"]):
         why = f"--eval-limit {new['eval_limit']} is below {old.get('eval_limit') or 'all'}"
     if why:
+        res = cfg_path.parent / "results.json"
+        final = read_json(res)["model"]["path"] if res.is_file() else "FINAL_POLICY_DIR"
         raise UserError(f"{cfg_path}: this run's evaluation was made with other eval options "
-                        f"({why}); a rerun may only add eval tasks or problems; evaluate the "
-                        f"policy with `dapo-bench eval --model {cfg_path.parent}/...` or pass "
-                        f"another --run-id")
+                        f"({why}); a rerun may only add eval tasks or problems; evaluate its "
+                        f"policy with `dapo-bench eval --model {final}` or pass another --run-id")
 
 
 def _flag_of(dotted: str, spec: MethodSpec) -> str:

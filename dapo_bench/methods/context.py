@@ -3,7 +3,9 @@ progress, the generator, the training engine's settings).
 
 Stages go through :meth:`RunContext.run_stage`: a stage is skipped when its marker
 ``stages/<name>.json`` exists (it stores the stage's ledger counts and wall time, so an
-interrupted run resumes where it stopped and still reports the full ledger).
+interrupted run resumes where it stopped and still reports the full ledger). A stage stopped by
+an exception (Ctrl-C) leaves ``stages/<name>.partial.json`` with the seconds it ran, added to
+the stage's time when it finishes, so a resumed run reports the seconds of all its parts.
 
 Several ranks (``torchrun`` / ``deepspeed`` launcher, WORLD_SIZE > 1): every rank does its
 share. Stages run with ``every_rank=True`` run on all ranks: generation and evaluation shard
@@ -125,9 +127,17 @@ class RunContext:
         self.ledger.stages[name] = StageCount()
         self.counts.pop(name, None)
         self.log(f"stage {name}: start")
+        # seconds spent by earlier, interrupted attempts (a resumed stage reports its total)
+        partial = marker.with_name(f"{name}.partial.json")
+        before = float(read_json(partial)["seconds"]) if partial.is_file() else 0.0
         t0 = time.perf_counter()
-        info = fn() or {}
-        secs = time.perf_counter() - t0
+        try:
+            info = fn() or {}
+        except BaseException:
+            if dist.is_main():
+                atomic_write_json(partial, {"seconds": before + time.perf_counter() - t0})
+            raise
+        secs = before + time.perf_counter() - t0
         self.stage_seconds[name] = secs
         count = self.ledger.stages.get(name, StageCount())
         if not (count.n_inf or count.n_train):  # eval and bookkeeping stages cost nothing
@@ -137,6 +147,7 @@ class RunContext:
                                        "ledger": dataclasses.asdict(count),
                                        "counts": self.counts.get(name, {}),
                                        **({"key": key} if key is not None else {})})
+            partial.unlink(missing_ok=True)
         self.log(f"stage {name}: {secs:.1f}s, {_flops_note(info, self.ledger.stage_flops(name))}")
         return info
 
