@@ -30,13 +30,16 @@ STAGES = ("it1.rollouts", "it1.mc", "it1.critic", "it1.advantages", "it1.actor",
           "eval.reference", "eval.final")
 
 
-def _train(out: Path, run_id: str, ranks: int, problems: int, eval_limit: int) -> float:
+def _train(out: Path, run_id: str, ranks: int, problems: int, eval_limit: int,
+           sets: list[str]) -> float:
     env = {k: v for k, v in os.environ.items()
            if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")}
     env.update(OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1")
     cli = ["-m", "dapo_bench.cli", "train", "--method", "dapo", "--no-control", "--quiet",
            "--threads", "1", "--out", str(out), "--run-id", run_id, "--eval-limit",
            str(eval_limit), "--set", f"n_problems={problems}"]
+    for kv in sets:
+        cli += ["--set", kv]
     cmd = [sys.executable, *cli] if ranks == 1 else [
         sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node",
         str(ranks), *cli]
@@ -57,13 +60,17 @@ def main(
     eval_limit: Annotated[int, typer.Option(help="problems per eval task")] = 500,
     out: Annotated[Path, typer.Option(help="scratch directory (replaced)")] = Path(
         "/tmp/dapo-bench-scaleout"),
+    set_: Annotated[list[str] | None, typer.Option(
+        "--set", help="more DAPO settings, key=value (repeatable), e.g. gen_chunk=32")] = None,
 ) -> None:
     """Time the toy DAPO pipeline on 1 and on N ranks; print per-stage speed-ups."""
     shutil.rmtree(out, ignore_errors=True)
     print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores; "
-          f"{problems} problems, 1 vs {ranks} ranks, 1 torch thread each", flush=True)
-    wall1 = _train(out, "one", 1, problems, eval_limit)
-    walln = _train(out, "many", ranks, problems, eval_limit)
+          f"{problems} problems, 1 vs {ranks} ranks, 1 torch thread each"
+          f"{', ' + ' '.join(set_) if set_ else ''}", flush=True)
+    sets = list(set_ or [])
+    wall1 = _train(out, "one", 1, problems, eval_limit, sets)
+    walln = _train(out, "many", ranks, problems, eval_limit, sets)
     one, many = _seconds(out / "one"), _seconds(out / "many")
     print(f"| stage | 1 rank (s) | {ranks} ranks (s) | speed-up |")
     print("|---|---|---|---|")

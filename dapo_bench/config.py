@@ -102,7 +102,8 @@ def _build(cls: type[C], data: dict, where: str) -> C:
     kwargs = {}
     for key, value in data.items():
         if key not in fields:
-            raise UserError(f"{where}: unknown field {key!r} (fields: {', '.join(fields)})")
+            prefix = f"{where}: " if where else ""
+            raise UserError(f"{prefix}unknown field {key!r} (fields: {', '.join(fields)})")
         kwargs[key] = _coerce(value, hints[key], f"{where}.{key}" if where else key)
     try:
         return cls(**kwargs)

@@ -24,6 +24,7 @@ FILES = {
     "q_list.jsonl": '{"id": "1", "question": ["a"], "answer": "4"}\n',
     "binary.jsonl": b'{"prediction": "4", "gold": "4"}\n\xff\xfe\x00\x01\n',
     "binary.yaml": b"name: x\n\xff\xfe\x00\n",
+    "binary.json": b'[\n{"question": "\xff"}]\n',
     "pred_list.jsonl": '{"prediction": ["4"], "gold": "4"}\n',
     "gold_null.jsonl": '{"prediction": "4", "gold": null}\n',
     "code_bad.jsonl": '{"program": "print(1)", "tests": []}\n',
@@ -55,6 +56,8 @@ CASES = [
      "field 'question' must be text, got list"),
     ("eval --tasks gsm8k --model {toy} --data-file gsm8k={d}/binary.jsonl --out {d}/runs",
      "binary.jsonl:2: not UTF-8 text"),
+    ("eval --tasks gsm8k --model {toy} --data-file gsm8k={d}/binary.json --out {d}/runs",
+     "binary.json:2: not UTF-8 text"),
     ("eval --tasks gsm8k --model {toy} --data-file gsm8k={d} --out {d}/runs",
      "not a regular file"),
     ("eval --tasks gsm8k --model {toy} --data-file gsm8k={d}/none.jsonl --out {d}/runs",
@@ -85,11 +88,13 @@ CASES = [
     # train: every option before any generation
     ("train --method dapo --budget-flops -1 --out {d}/runs", "--budget-flops must be > 0"),
     ("train --method dapo --set actor.epochs=0 --out {d}/runs", "epochs must be >= 1"),
+    ("train --method sft --set nosuch=1 --out {d}/runs", "error: unknown field 'nosuch' (fields:"),
     ("train --method dapo --eval-tasks nosuch --out {d}/runs", "unknown task 'nosuch'"),
     ("train --method dapo --deepspeed bogus --out {d}/runs", "--deepspeed: expected none"),
     ("train --method dapo --eval-limit 0 --out {d}/runs", "--eval-limit must be >= 1"),
     ("train --method dapo --out {d}/A.jsonl", "--out {d}/A.jsonl: not a directory"),
     ("train --method dapo --out {d}/runs --run-id ../x", "--run-id '../x'"),
+    ("train --method dapo --config {d}/binary.yaml --out {d}/runs", "binary.yaml:2: not UTF-8"),
     ("train --method sft --beta 0.1 --out {d}/runs", "--beta is not a sft option"),
 ]
 

@@ -149,7 +149,10 @@ def test_train_resume_rules(tmp_path):
     assert default_run_id("dapo", o1, s1) == default_run_id("dapo", o2, s2)
     assert default_run_id("dapo", o1, s1) != default_run_id("dapo", *saved(seed=1))
     run = tmp_path / "run"
-    _claim_run_dir(run, s1, spec)
+    _claim_run_dir(run, saved(seed=7)[1], spec)
+    _claim_run_dir(run, s1, spec)  # config.json alone (a rejected run) binds nothing
+    (run / "stages").mkdir()
+    (run / "stages" / "train.json").write_text("{}")  # now the run dir holds work
     _claim_run_dir(run, s2, spec)  # cosmetic + eval-only changes: resumes
     with pytest.raises(UserError, match=r"\(--seed differs: 0 -> 3\)"):
         _claim_run_dir(run, saved(seed=3)[1], spec)

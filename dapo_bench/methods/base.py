@@ -238,7 +238,9 @@ def _claim_run_dir(run_dir: Path, saved: dict, spec: MethodSpec) -> None:
     """Write ``config.json``, or check that the run dir holds a run of the same config (and
     eval options that only extend the evaluation already made there)."""
     cfg_path = run_dir / "config.json"
-    if cfg_path.is_file():
+    # the config binds once the run dir holds work: a run rejected right after claiming it
+    # (config.json alone) does not block the corrected command
+    if cfg_path.is_file() and any(p.name != "config.json" for p in run_dir.iterdir()):
         old = read_json(cfg_path)
         diff = _first_difference(identity(old), identity(saved))
         if diff:
