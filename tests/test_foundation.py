@@ -100,6 +100,23 @@ def test_ledger_flops_and_budget():
     assert Ledger.from_dict(led.to_dict()).total_flops == led.total_flops
 
 
+def test_a_stage_run_by_a_larger_model_is_charged_at_its_size():
+    """DAPO's critic on a 16x backbone: its stage costs 16x per token, and the size survives
+    the round trip through results.json and a merge."""
+    led = Ledger(n_params=1000)
+    led.add_inf("rollouts", 400)
+    led.add_train("critic", 100)
+    led.set_params("critic", 16000)
+    assert led.stage_flops("critic") == 2 * 16000 * 300
+    assert led.total_flops == 2 * 1000 * 400 + 2 * 16000 * 300
+    d = led.to_dict()
+    assert d["stages"]["critic"]["n_params"] == 16000 and "n_params" not in d["stages"]["rollouts"]
+    assert Ledger.from_dict(d).total_flops == led.total_flops
+    merged = Ledger(n_params=1000)
+    merged.merge(led, prefix="it1.")
+    assert merged.total_flops == led.total_flops
+
+
 def test_config_overrides_do_not_mutate_the_base_preset(tmp_path):
     preset = {"inner": {"epochs": 2}}
     with pytest.raises(UserError):

@@ -144,7 +144,9 @@ class RunContext:
             self.ledger.stages.pop(name, None)
         if dist.is_main():
             atomic_write_json(marker, {"info": info, "seconds": secs,
-                                       "ledger": dataclasses.asdict(count),
+                                       "ledger": {k: v for k, v in
+                                                  dataclasses.asdict(count).items()
+                                                  if v is not None},
                                        "counts": self.counts.get(name, {}),
                                        **({"key": key} if key is not None else {})})
             partial.unlink(missing_ok=True)

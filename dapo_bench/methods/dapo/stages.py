@@ -186,7 +186,7 @@ def critic(ctx, cfg, policy, d: Path, stage: str) -> dict:
         score_values,
         train_critic,
     )
-    from dapo_bench.models import load_policy
+    from dapo_bench.models import count_params, load_policy
     from dapo_bench.training.value import ValueModel
 
     prompts = {s["key"]: s["prompt_ids"] for s in read_jsonl(d / "states.jsonl")}
@@ -198,6 +198,8 @@ def critic(ctx, cfg, policy, d: Path, stage: str) -> dict:
     held = [x[:2] for x in data if x[3] and _heldout(x[2], frac)]
     lm, tok = load_policy(cfg.critic.model or policy)
     vm = ValueModel.from_causal_lm(lm)
+    # charged at the critic's own size (a larger backbone via critic.model costs more)
+    ctx.ledger.set_params(stage, count_params(vm))
     st = train_critic(vm, tok.pad_token_id, train, cfg.critic, seed=ctx.opts.seed,
                       engine_cfg=ctx.engine_cfg, ledger=ctx.ledger, stage=stage)
     ctx.count(stage, st.counts)
@@ -220,6 +222,7 @@ def advantages(ctx, cfg, d: Path, stage: str) -> dict:
         state_advantages,
     )
     from dapo_bench.methods.dapo.critic import score_values
+    from dapo_bench.models import count_params
     from dapo_bench.training.value import ValueModel
 
     est = VALUE_ESTIMATORS.entry(cfg.advantage)
@@ -236,6 +239,7 @@ def advantages(ctx, cfg, d: Path, stage: str) -> dict:
     vals: dict = {}
     if est.meta.get("needs_critic", True):
         vm, tok = ValueModel.load(d / "critic")
+        ctx.ledger.set_params(stage, count_params(vm))
         scores, _ = _scored(ctx, stage, need, lambda part, cb: score_values(
             vm, tok.pad_token_id, part, max_length=cfg.critic.max_length, on_batch=cb), vm)
         vals = dict(zip(need, scores))
