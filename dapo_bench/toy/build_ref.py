@@ -189,6 +189,10 @@ def build(
     check_only: Annotated[
         bool, typer.Option(help="Skip training: re-evaluate the model in --out, redo the checks.")
     ] = False,
+    d: Annotated[int, typer.Option(help="Hidden size of the tiny Llama.")] = 128,
+    layers: Annotated[int, typer.Option(help="Transformer layers.")] = 4,
+    heads: Annotated[int, typer.Option(help="Attention heads.")] = 4,
+    ffn: Annotated[int, typer.Option(help="MLP hidden size.")] = 256,
     seed: Annotated[int, typer.Option(help="Seed of the initialisation and data order.")] = 0,
     threads: Annotated[int, typer.Option(help="torch threads.")] = 1,
 ) -> None:
@@ -214,7 +218,8 @@ def build(
         atomic_write_json(Path(out) / "build_info.json", info)
         return
     tok = build_char_tokenizer()
-    model = tiny_llama(tok, seed=seed)
+    arch = {"d": d, "layers": layers, "heads": heads, "ffn": ffn}
+    model = tiny_llama(tok, seed=seed, **arch)
     cfg = SFTConfig(
         epochs=epochs,
         batch_size=batch_size,
@@ -259,6 +264,7 @@ def build(
     info = {
         "command": "python -m dapo_bench.toy.build_ref",
         "n_params": count_params(model),
+        "arch": arch,
         "sft": {
             "sft_size": sft_size,
             "epochs": epochs,
