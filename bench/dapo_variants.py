@@ -114,6 +114,9 @@ def main(
     budget_flops: Annotated[str | None, typer.Option(
         help="F, or Nx (N times the base's) [default: the base's]")] = None,
     control: Annotated[bool, typer.Option(help="train the equal-compute SFT control")] = False,
+    eval_tasks: Annotated[str | None, typer.Option(
+        help="comma-separated eval tasks, e.g. arith_dev for tuning [default: the base's]")
+    ] = None,
     threads: Annotated[int, typer.Option(help="torch threads")] = 1,
 ) -> None:
     """Run one DAPO variant of a finished run, sharing the stages it does not change."""
@@ -141,6 +144,8 @@ def main(
             raise UserError("--budget-flops Nx needs a base run with a budget")
     opts = dataclasses.replace(opts, run_id=run_id, out=str(out or from_.parent),
                                budget_flops=b, control=control, quiet=True)
+    if eval_tasks:
+        opts = dataclasses.replace(opts, eval_tasks=tuple(eval_tasks.split(",")))
     overrides = list(set_ or [])
     # the base's resolved config as the YAML layer over its preset, --set on top
     with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as tmp:

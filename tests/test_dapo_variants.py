@@ -60,7 +60,7 @@ def test_a_variant_sharing_stages_equals_the_variant_from_scratch(model_dir, tmp
                  overrides=[*SETS, "beta=0.2"])
     capsys.readouterr()
     _variants().main(from_=tmp_path / "base", run_id="shared", set_=["beta=0.2"], out=None,
-                     budget_flops=None, control=False, threads=1)
+                     budget_flops=None, control=False, eval_tasks=None, threads=1)
     err = capsys.readouterr().err
     assert "shares rollouts, states, mc, critic, advantages, eval.reference with" in err
     assert "stage it1.mc: done before, skipped" in err and "stage it1.actor: start" in err
