@@ -2,7 +2,8 @@
 
 Two settings objects, one place each: :class:`OptimConfig` (the optimiser: lr, weight decay,
 betas, clipping) belongs to a method's config; :class:`EngineConfig` (which engine: DeepSpeed
-stage, offload, bf16) belongs to the run (``dapo-bench train --deepspeed``).
+stage, offload, bf16, and ``micro_batch``, the items per forward/backward pass) belongs to the
+run (``dapo-bench train --deepspeed``, ``--micro-batch``).
 ``make_engine(model, optim, engine)`` looks the engine up in ``ENGINES``: ``torch`` (plain
 AdamW, one process) for ``deepspeed="none"``, ``deepspeed`` (ZeRO 0-3, registered by
 ``dapo_bench.training.deepspeed``) for ``zero0``..``zero3``. Trainers never touch an optimizer,
@@ -12,8 +13,14 @@ all-reduce of a flattened buffer), then clips and steps, so every rank takes the
 process would take on the whole batch (the training loop weights each rank's loss by its share).
 DeepSpeed adds ZeRO's memory savings (and CPU offload) on top of the same data parallelism.
 
-Not covered: mixed precision on CPU (float32 only; bf16 is a DeepSpeed/GPU option), gradient
-accumulation (one ``step`` is one optimizer update).
+Gradient accumulation (``micro_batch``, run by ``training.loop``): ``step(loss)`` is
+``backward(loss)`` then ``update()``; the loop calls ``backward`` once per micro-batch (the
+gradients add up) and ``update(scale)`` once: gradients times ``scale``, averaged over ranks,
+clipped, one optimizer step, zeroed. The DeepSpeed engine has no ``update(scale)``: the scale
+(1 / the step's total weight) is known only after the last micro-batch, when ZeRO has already
+reduced the gradients, so ``micro_batch`` with ``--deepspeed`` is refused (:class:`EngineConfig`).
+
+Not covered: mixed precision on CPU (float32 only; bf16 is a DeepSpeed/GPU option).
 """
 
 from __future__ import annotations
@@ -52,16 +59,27 @@ class OptimConfig:
 class EngineConfig:
     """The run's training engine: deepspeed "none" (plain torch AdamW) or "zero0".."zero3"
     (needs the deepspeed extra); offload: ZeRO CPU offload of optimizer state (stage 1-3);
-    bf16: DeepSpeed bf16 mixed precision (GPU)."""
+    bf16: DeepSpeed bf16 mixed precision (GPU); micro_batch: items per forward/backward pass
+    (gradient accumulation in ``training.loop``; 0 or None = the whole batch at once): it
+    changes memory, not the update (torch engine only)."""
 
     deepspeed: str = "none"
     offload: bool = False
     bf16: bool = False
+    micro_batch: int = 0
 
     def __post_init__(self) -> None:
         if self.deepspeed not in ("none", *ZERO_STAGES):
             raise ValueError(f"deepspeed: expected none|{'|'.join(ZERO_STAGES)}, "
                              f"got {self.deepspeed!r}")
+        mb = 0 if self.micro_batch is None else self.micro_batch
+        if isinstance(mb, bool) or not isinstance(mb, int) or mb < 0:
+            raise ValueError(f"micro-batch must be an integer >= 0 (0 = the whole batch), "
+                             f"got {self.micro_batch!r}")
+        object.__setattr__(self, "micro_batch", mb)
+        if mb and self.deepspeed != "none":
+            raise ValueError(f"micro-batch {mb} needs --deepspeed none (gradient accumulation "
+                             f"is not implemented for the DeepSpeed engine)")
 
     @property
     def name(self) -> str:
@@ -73,11 +91,13 @@ ONE_PROCESS = EngineConfig()  # the default engine: plain torch AdamW
 
 
 class Engine:
-    """Plain PyTorch AdamW engine: ``step(loss)`` = backward, clip, update, zero grads."""
+    """Plain PyTorch AdamW engine: ``step(loss)`` = backward, clip, update, zero grads;
+    ``backward`` and ``update`` are its two halves (gradient accumulation)."""
 
     def __init__(self, model: Any, cfg: OptimConfig, engine: EngineConfig = ONE_PROCESS):
         self.module = model
         self.cfg = cfg
+        self.micro_batch = engine.micro_batch  # read by training.loop
         params = [p for p in model.parameters() if p.requires_grad]
         self.optimizer = torch.optim.AdamW(
             params, lr=cfg.lr, betas=tuple(cfg.betas), weight_decay=cfg.weight_decay
@@ -89,7 +109,21 @@ class Engine:
         return next(self.module.parameters()).device
 
     def step(self, loss: torch.Tensor) -> float:
+        """One optimizer update on ``loss``; the pre-clip gradient norm."""
+        self.backward(loss)
+        return self.update()
+
+    def backward(self, loss: torch.Tensor) -> None:
+        """Add ``loss``'s gradients to those accumulated since the last update."""
         loss.backward()
+
+    def update(self, scale: float = 1.0) -> float:
+        """Step on the accumulated gradients times ``scale`` (averaged over ranks, clipped),
+        then zero them; the pre-clip gradient norm."""
+        if scale != 1.0:
+            for p in self.module.parameters():
+                if p.grad is not None:
+                    p.grad.mul_(scale)
         self._average_gradients()
         gn = torch.nn.utils.clip_grad_norm_(self.module.parameters(), self.cfg.grad_clip)
         self.optimizer.step()

@@ -30,8 +30,19 @@ the whole batch's mean: N ranks take the same step as one process (to float roun
 1/N of the rows. Statistics and token counts are summed over ranks, so every rank logs and
 charges the same. In one process nothing is scaled (bit-exact with the unsharded loss).
 
-Not covered: gradient accumulation, mixed precision (the engine's), evaluation during training
-(callers do it in ``on_epoch``).
+Micro-batches (gradient accumulation): with the engines' ``micro_batch`` (``EngineConfig``, the
+run's ``--micro-batch``) a rank's share of a batch over that many items is cut into the fewest
+balanced micro-batches of at most ``micro_batch`` items (:func:`micro_batches`, in order), and
+``loss_fn`` runs on each; every micro loss is backpropagated times its weight, and the engine's
+``update`` scales the summed gradients by 1 / the global batch's total weight (times ``world``,
+as above) before it averages, clips and steps once. The update is the whole batch's mean-loss
+gradient, to float rounding; the statistics are weight-weighted means over micro-batches (and
+ranks), tokens and counts are summed, the ledger is charged the same tokens. A batch is cut
+between items only, so an item that a loss needs whole (DAPO's state with its actions, DPO's
+pair) stays whole. ``micro_batch`` changes memory, not the update; 0 = the whole share at once.
+
+Not covered: mixed precision (the engine's), evaluation during training (callers do it in
+``on_epoch``), micro-batches on the DeepSpeed engine (refused by ``EngineConfig``).
 """
 
 from __future__ import annotations
@@ -135,6 +146,7 @@ def train_loop(
 ) -> LoopStats:
     """Run the loop (see the module doc); returns what was done."""
     engines = engine if isinstance(engine, dict) else {"": engine}
+    micro = _micro_batch(engines)
     for e in engines.values():
         e.module.train()
     stats = LoopStats()
@@ -157,7 +169,7 @@ def train_loop(
             if schedule is not None:
                 for e in engines.values():
                     e.set_lr(schedule.at(stats.steps, total_steps))
-            row, counts = _step(engines, loss_fn, list(items), local)
+            row, counts = _step(engines, loss_fn, list(items), local, micro)
             for k, v in counts.items():
                 stats.counts[k] = stats.counts.get(k, 0) + v
             stats.steps += 1
@@ -214,32 +226,70 @@ def _log(stats: LoopStats, window: list[dict], ledger: Ledger | None, t0: float,
 
 
 def _step(engines: dict[str, Any], loss_fn: Callable[[list[Any]], LossOut],
-          items: list[Any], local: bool = False) -> tuple[dict, dict[str, int]]:
+          items: list[Any], local: bool = False, micro: int = 0) -> tuple[dict, dict[str, int]]:
     """One optimizer step of every engine on this rank's share of ``items`` (``local``: the
-    items are this rank's already); the step's statistics (over ranks), with its tokens under
-    ``_tokens``, and its counts."""
+    items are this rank's already), ``micro`` items per forward/backward (0: all at once); the
+    step's statistics (over micro-batches and ranks), with its tokens under ``_tokens``, and
+    its counts."""
     world = dist.world_size()
     mine = items if world == 1 or local else dist.shard(items)
-    out = loss_fn(mine or items[:1])
-    ckeys = sorted(out.counts)
-    losses = out.loss if isinstance(out.loss, dict) else {"": out.loss}
-    stats = {k: float(v) for k, v in out.stats.items()}
-    for name, loss in losses.items():
-        stats.setdefault("loss" if not name else f"{name}_loss", float(loss.detach()))
-    if world == 1:
+    parts = micro_batches(mine, micro) if mine else [items[:1]]  # weight 0 without items
+    accumulate = len(parts) > 1
+    w = 0.0
+    tokens = 0
+    sums: dict[str, float] = {}  # statistic * weight, summed over micro-batches
+    counts: dict[str, int] = {}
+    for part in parts:
+        out = loss_fn(part)
+        losses = out.loss if isinstance(out.loss, dict) else {"": out.loss}
+        stats = {k: float(v) for k, v in out.stats.items()}
         for name, loss in losses.items():
-            stats[_grad_key(name)] = engines[name].step(loss)
-        return {**stats, "_tokens": out.tokens}, dict(out.counts)
-    w = float(out.weight) if mine else 0.0
-    keys = sorted(stats)
-    own = [out.counts[k] if mine else 0 for k in ckeys]
-    summed = dist.all_sum([w, out.tokens if mine else 0, *(stats[k] * w for k in keys), *own])
+            stats.setdefault("loss" if not name else f"{name}_loss", float(loss.detach()))
+        pw = float(out.weight) if mine else 0.0
+        w += pw
+        tokens += out.tokens if mine else 0
+        for k, v in stats.items():
+            sums[k] = sums.get(k, 0.0) + v * pw
+        for k, v in out.counts.items():
+            counts[k] = counts.get(k, 0) + (v if mine else 0)
+        if accumulate:  # gradient of sum(weight * mean loss); update() divides by the total
+            for name, loss in losses.items():
+                engines[name].backward(loss * pw)
+    if world == 1:
+        if not accumulate:  # nothing scaled: bit-exact with the whole batch's loss
+            row = {**stats, **{_grad_key(n): engines[n].step(loss) for n, loss in losses.items()}}
+            return {**row, "_tokens": tokens}, counts
+        total_w = max(w, 1e-12)
+        row = {k: v / total_w for k, v in sums.items()}
+        row.update({_grad_key(n): engines[n].update(1.0 / total_w) for n in losses})
+        return {**row, "_tokens": tokens}, counts
+    keys, ckeys = sorted(sums), sorted(counts)
+    summed = dist.all_sum([w, tokens, *(sums[k] for k in keys), *(counts[k] for k in ckeys)])
     total_w = max(summed[0], 1e-12)
     row = {k: v / total_w for k, v in zip(keys, summed[2 : 2 + len(keys)])}
-    for name, loss in losses.items():
-        row[_grad_key(name)] = engines[name].step(loss * (world * w / total_w))
+    for name, loss in losses.items():  # the engine averages over ranks: scale by world
+        row[_grad_key(name)] = (engines[name].update(world / total_w) if accumulate else
+                                engines[name].step(loss * (world * w / total_w)))
     counts = {k: int(v) for k, v in zip(ckeys, summed[2 + len(keys) :])}
     return {**row, "_tokens": int(summed[1])}, counts
+
+
+def micro_batches(items: Sequence[Any], micro: int) -> list[list[Any]]:
+    """``items`` in order, cut into the fewest parts of at most ``micro`` items, balanced
+    (sizes differ by at most one); ``micro`` 0 = one part."""
+    n = len(items)
+    if micro < 0:
+        raise ValueError(f"micro_batch must be >= 0, got {micro}")
+    k = max(1, math.ceil(n / micro)) if micro else 1
+    return [list(items[n * i // k : n * (i + 1) // k]) for i in range(k)]
+
+
+def _micro_batch(engines: dict[str, Any]) -> int:
+    """The engines' ``micro_batch`` (``EngineConfig.micro_batch``; 0 = whole batches)."""
+    sizes = {int(getattr(e, "micro_batch", 0) or 0) for e in engines.values()}
+    if len(sizes) > 1:
+        raise ValueError(f"engines stepped together need one micro_batch, got {sorted(sizes)}")
+    return sizes.pop()
 
 
 def _grad_key(name: str) -> str:
