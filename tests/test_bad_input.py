@@ -96,6 +96,11 @@ CASES = [
     ("train --method dapo --out {d}/runs --run-id ../x", "--run-id '../x'"),
     ("train --method dapo --config {d}/binary.yaml --out {d}/runs", "binary.yaml:2: not UTF-8"),
     ("train --method sft --beta 0.1 --out {d}/runs", "--beta is not a sft option"),
+    ("train --method sft --micro-batch -1 --out {d}/runs", "--micro-batch must be an integer >= 0"),
+    ("train --method sft --micro-batch 4 --deepspeed zero2 --out {d}/runs",
+     "--micro-batch 4 needs --deepspeed none"),
+    ("train --method sft --control-batch-size 0 --out {d}/runs", "--control-batch-size must be >= 1"),
+    ("train --method sft --control-lr -1 --out {d}/runs", "--control-lr must be > 0"),
 ]
 
 

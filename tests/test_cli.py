@@ -149,3 +149,29 @@ def test_method_specific_flags_say_and_check_which_methods_take_them(tmp_path):
     assert p.stderr == ("error: --beta is not a sft option (methods that take it: dapo); use "
                         "--set FIELD=VALUE\n")
     assert not any(tmp_path.iterdir())  # refused before anything was written
+
+
+def test_train_engine_and_control_flags_fill_the_run_options(cli, monkeypatch, tmp_path):
+    """--micro-batch, --control-batch-size and --control-lr reach RunOptions; unset, the
+    control keeps its defaults, which the help states."""
+    from dapo_bench.methods import base
+    from dapo_bench.training.sft import CONTROL_BATCH_SIZE, CONTROL_LR
+
+    seen = []
+
+    def fake_run(method, opts, **kw):
+        seen.append(opts)
+        raise UserError("stop here")
+
+    monkeypatch.setattr(base, "run_training", fake_run)
+    out = ["--out", str(tmp_path)]
+    assert cli(["train", "--method", "sft", "--micro-batch", "8", "--control-batch-size", "4",
+                "--control-lr", "3e-5", *out])[0] == 2
+    assert cli(["train", "--method", "sft", *out])[0] == 2
+    assert (seen[0].micro_batch, seen[0].control_batch_size, seen[0].control_lr) == (8, 4, 3e-5)
+    assert (seen[1].micro_batch, seen[1].control_batch_size, seen[1].control_lr) == (
+        0, CONTROL_BATCH_SIZE, CONTROL_LR)
+    text = re.sub(r"\s+", " ", _help(("train",)))
+    said = re.search(r"pairs per step \(default (\d+)\).*learning rate \(default ([\de.-]+)\)",
+                     text)
+    assert said and (int(said[1]), float(said[2])) == (CONTROL_BATCH_SIZE, CONTROL_LR), text

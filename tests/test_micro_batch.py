@@ -19,6 +19,7 @@ import torch
 from _launch import rank_env, run_ranks
 
 from dapo_bench.arith import PROMPT_TEMPLATE, make_split
+from dapo_bench.errors import UserError
 from dapo_bench.ledger import Ledger
 from dapo_bench.toy.model import tiny_llama
 from dapo_bench.toy.tokenizer import build_char_tokenizer
@@ -208,6 +209,21 @@ def test_bad_micro_batch_is_refused():
     with pytest.raises(ValueError, match="micro-batch 4 needs --deepspeed none"):
         EngineConfig("zero2", micro_batch=4)
     assert EngineConfig(micro_batch=None).micro_batch == 0
+
+
+def test_run_options_carry_it_and_check_it():
+    from dapo_bench.methods.base import RunOptions, resolve_options
+
+    opts = RunOptions(micro_batch=8)
+    assert opts.engine_config() == EngineConfig(micro_batch=8)
+    with pytest.raises(UserError, match="^--micro-batch must be an integer >= 0"):
+        resolve_options("sft", RunOptions(micro_batch=-2))
+    with pytest.raises(UserError, match="^--micro-batch 8 needs --deepspeed none"):
+        resolve_options("sft", RunOptions(micro_batch=8, deepspeed="zero3"))
+    with pytest.raises(UserError, match="^--control-batch-size must be >= 1, got 0"):
+        resolve_options("sft", RunOptions(control_batch_size=0))
+    with pytest.raises(UserError, match="^--control-lr must be > 0"):
+        resolve_options("sft", RunOptions(control_lr=0.0))
 
 
 RANK_SCRIPT = """

@@ -61,6 +61,10 @@ def register(app: typer.Typer) -> None:
             help="stop training when the ledger reaches these FLOPs")] = None,
         control: Annotated[bool, Opt(
             help="also train and evaluate the equal-compute SFT control")] = True,
+        control_batch_size: Annotated[int | None, Opt(
+            help="the control's SFT pairs per step (default 64)")] = None,
+        control_lr: Annotated[float | None, Opt(
+            help="the control's SFT learning rate (default 1e-4)")] = None,
         out: Annotated[Path, Opt(help="parent directory of run dirs")] = Path("runs"),
         run_id: Annotated[str | None, Opt(
             help="run dir name (rerun with the same id to resume)")] = None,
@@ -69,6 +73,9 @@ def register(app: typer.Typer) -> None:
         deepspeed: Annotated[str, Opt(help="training engine: none | zero0..zero3")] = "none",
         offload: Annotated[bool, Opt(help="ZeRO CPU offload of optimizer state")] = False,
         bf16: Annotated[bool, Opt(help="DeepSpeed bf16 mixed precision (GPU)")] = False,
+        micro_batch: Annotated[int, Opt(
+            help="items per forward/backward pass; a larger batch accumulates gradients "
+                 "(same update, less memory; 0 = the whole batch; not with --deepspeed)")] = 0,
         data_dir: Annotated[Path | None, Opt(help="benchmark files for file tasks")] = None,
         threads: Annotated[int | None, Opt(
             help="CPU torch threads (default: the task's, e.g. 1 for arith's tiny policy; "
@@ -94,9 +101,11 @@ def register(app: typer.Typer) -> None:
             model=model, task=task,
             eval_tasks=tuple(split_names(eval_tasks, "--eval-tasks")),
             eval_limit=eval_limit, eval_max_new_tokens=eval_max_new_tokens, backend=backend,
-            deepspeed=deepspeed, offload=offload, bf16=bf16,
+            deepspeed=deepspeed, offload=offload, bf16=bf16, micro_batch=micro_batch,
             budget_flops=budget_flops, control=control, seed=seed, out=str(out),
             run_id=run_id, data_dir=str(data_dir) if data_dir else None, quiet=quiet,
+            **{k: v for k, v in (("control_batch_size", control_batch_size),
+                                 ("control_lr", control_lr)) if v is not None},
         )
         if threads is None:  # the task's default model says how many threads suit it
             threads = (task_spec(opts).threads if model is None else None) or 2

@@ -47,8 +47,9 @@ class RunOptions:
     (default: the task spec's ``train.eval_tasks``, else the task itself); eval_limit: first N
     problems of each eval task; eval_max_new_tokens: greedy eval cap (None = each task's own);
     backend: generator backend (``GENERATORS``: hf | vllm); gen_batch_size: rows per generation
-    batch; deepspeed: none | zero0..zero3, offload, bf16: the training engine
-    (``EngineConfig``); budget_flops: the FLOP budget of training; control: also train/evaluate
+    batch; deepspeed: none | zero0..zero3, offload, bf16, micro_batch (items per forward/backward,
+    0 = whole batches; memory only, not part of the run id): the training engine
+    (``EngineConfig``, :meth:`engine_config`); budget_flops: the FLOP budget of training; control: also train/evaluate
     the equal-compute SFT control; control_lr / control_batch_size: its SFT settings; seed;
     out: parent dir of run dirs; run_id: run dir name (default: method-task-seed); data_dir:
     benchmark files for file-backed tasks; quiet: plain log lines.
@@ -64,6 +65,7 @@ class RunOptions:
     deepspeed: str = "none"
     offload: bool = False
     bf16: bool = False
+    micro_batch: int = 0
     budget_flops: float | None = None
     control: bool = True
     control_lr: float = CONTROL_LR
@@ -73,6 +75,12 @@ class RunOptions:
     run_id: str | None = None
     data_dir: str | None = None
     quiet: bool = False
+
+    def engine_config(self) -> Any:
+        """The run's training engine settings (``training.engine.EngineConfig``)."""
+        from dapo_bench.training.engine import EngineConfig
+
+        return EngineConfig(self.deepspeed, self.offload, self.bf16, self.micro_batch)
 
 
 @dataclass(frozen=True)
@@ -147,7 +155,6 @@ def resolve_options(method: str, opts: RunOptions) -> RunOptions:
     from dapo_bench.generation.base import GENERATORS
     from dapo_bench.tasks import TASKS
     from dapo_bench.tasks.spec import default_model
-    from dapo_bench.training.engine import EngineConfig
 
     spec = task_spec(opts)
     model = opts.model or default_model(spec)
@@ -156,7 +163,7 @@ def resolve_options(method: str, opts: RunOptions) -> RunOptions:
                         f"default_model)")
     GENERATORS.entry(opts.backend)
     try:
-        EngineConfig(opts.deepspeed, opts.offload, opts.bf16)
+        opts.engine_config()
     except ValueError as e:
         raise UserError(f"--{e}") from None
     eval_tasks = opts.eval_tasks or spec.train.eval_tasks or (spec.name,)
@@ -166,6 +173,10 @@ def resolve_options(method: str, opts: RunOptions) -> RunOptions:
         raise UserError(f"--eval-limit must be >= 1, got {opts.eval_limit}")
     if opts.budget_flops is not None and opts.budget_flops <= 0:
         raise UserError(f"--budget-flops must be > 0, got {opts.budget_flops:g}")
+    if opts.control_batch_size < 1:
+        raise UserError(f"--control-batch-size must be >= 1, got {opts.control_batch_size}")
+    if not opts.control_lr > 0:
+        raise UserError(f"--control-lr must be > 0, got {opts.control_lr:g}")
     return dataclasses.replace(opts, model=model, eval_tasks=tuple(eval_tasks))
 
 
@@ -211,8 +222,9 @@ def run_training(
     return results
 
 
-# options that change nothing a run computes: a resumed run may differ in them
-COSMETIC = ("quiet", "out", "run_id")
+# options that change nothing a run computes: a resumed run may differ in them (micro_batch
+# changes memory, not the update: the same run to float rounding)
+COSMETIC = ("quiet", "out", "run_id", "micro_batch")
 # options of the evaluation only: not part of the run id; a resumed run may extend them (more
 # eval tasks, a larger --eval-limit) without redoing generation or training
 EVAL_OPTIONS = ("eval_tasks", "eval_limit", "eval_max_new_tokens")

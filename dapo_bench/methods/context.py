@@ -37,13 +37,11 @@ class RunContext:
     """What a method sees: run dir, options, ledger, stages, progress, models and data."""
 
     def __init__(self, run_dir: Path, opts: Any, n_params: int, method: str):
-        from dapo_bench.training.engine import EngineConfig
-
         self.run_dir = run_dir
         self.opts = opts
         self.method = method
         self.ledger = Ledger(n_params=n_params, budget_flops=opts.budget_flops)
-        self.engine_cfg = EngineConfig(opts.deepspeed, opts.offload, opts.bf16)
+        self.engine_cfg = opts.engine_config()
         self.stage_seconds: dict[str, float] = {}
         self.counts: dict[str, dict[str, int]] = {}  # per stage: items truncated, dropped, ...
         self._tokenizer: Any = None
