@@ -9,7 +9,10 @@ run's :class:`~dapo_bench.training.engine.EngineConfig` by :func:`ds_config`:
 - ``zero_optimization.stage`` 0-3; ``offload`` moves optimizer state to CPU (and, at stage 3,
   the parameters too); ``bf16`` turns on DeepSpeed bf16 mixed precision (fp32 master weights);
 - AdamW with the config's lr, betas and weight decay, ``gradient_clipping = grad_clip``;
-  micro-batch 1 and no gradient accumulation: one ``step(loss)`` is one optimizer update;
+  micro-batch 1 and no gradient accumulation: one ``step(loss)`` is one optimizer update
+  (``EngineConfig`` refuses ``micro_batch`` with DeepSpeed: the loop's accumulation scales the
+  summed gradients by 1 / the batch's weight after the last micro-batch, and ZeRO has reduced
+  and partitioned them by then);
 - on DeepSpeed's CPU accelerator (no GPU), ``torch_adam: true`` (torch's AdamW instead of
   DeepSpeed's fused/CPU Adam, whose C++ builds take minutes) and the gloo backend;
 - ``$DAPO_BENCH_DS_CONFIG`` may name a JSON file whose keys are merged over the generated
