@@ -49,7 +49,8 @@ LATER = {"critic": ("critic",), "advantages": ("advantage", "mc_prior", "min_spr
          "actor": ("beta", "actor")}
 NOT_DATA = ("iterations", *(f for fs in LATER.values() for f in fs))
 # run options that change nothing iteration 1 computes
-OPTION_FREE = ("quiet", "out", "run_id", "eval_tasks", "eval_limit", "eval_max_new_tokens",
+OPTION_FREE = ("quiet", "out", "run_id", "micro_batch", "eval_tasks", "eval_limit",
+               "eval_max_new_tokens",
                "control", "control_lr", "control_batch_size", "budget_flops")
 EVAL_OPTIONS = ("model", "eval_tasks", "eval_limit", "eval_max_new_tokens", "backend",
                 "gen_batch_size", "data_dir")
