@@ -4,16 +4,19 @@ A problem is a left-nested expression such as ``((56*2)-93)+76`` (written ``56*2
 parentheses around every inner step); its solution writes one step a line and then the boxed
 answer::
 
-    56*2=112        (illustration only: in-distribution intermediates stay within [0, 99])
+    56*2=112
     112-93=19
     19+76=95
     \\boxed{95}
 
 so the math verifier scores it and DAPO's ``\\n`` step split applies.
 
-Design (see ``../shared/TOY.md`` for why):
-- In distribution: 2-4 steps (uniform), operands 1..99, ``*`` only by a one-digit number 2..9,
-  every intermediate value within [0, 99].
+Design (version 2; see ``docs/embedded-toy.md`` for the measurements behind it):
+- In distribution: 2-4 steps (uniform), operands 1..999, ``*`` only by a one-digit number 2..9,
+  every intermediate value within [0, 999]. Version 1 kept every number within [0, 99]: a
+  47k-parameter model trained on 40,000 of those problems solves all of them (100% on test),
+  so no reference could sit on a plateau well below 100%; three-digit numbers (carries
+  written most-significant digit first) keep a small model's plateau well below it.
 - Out of distribution (``test_ood``): 5 steps, same operand rules. The ``sft`` split contains a
   few 5-step problems (``SFT_OOD_FRACTION``) so that a tiny model learns that chains may be
   longer than 4 and the OOD split scores above chance; ``rl_train`` and ``test`` hold 2-4 steps.
@@ -26,7 +29,7 @@ Design (see ``../shared/TOY.md`` for why):
   own stream after its 20,000, so same distribution and disjoint from every split. Settings
   are tuned on it (task ``arith_dev``), never on ``test``.
 
-Not covered: word problems, division, negative numbers, or numbers above 99 in distribution.
+Not covered: word problems, division, negative numbers, or numbers above 999.
 """
 
 from __future__ import annotations
@@ -42,7 +45,7 @@ PROMPT_TEMPLATE = "{question}\n"
 follows directly."""
 
 SFT_OOD_FRACTION = 0.04
-MAX_VALUE = 99
+MAX_VALUE = 999
 OPS = ("+", "-", "*")
 
 # split -> (seed, default size, hash buckets of 100 that belong to the split)

@@ -7,6 +7,7 @@ import re
 import pytest
 
 from dapo_bench.arith import (
+    MAX_VALUE,
     PROMPT_TEMPLATE,
     SPLITS,
     check_solution,
@@ -73,7 +74,7 @@ def test_every_solution_step_is_right(splits):
                 a, b, c = int(a), int(b), int(c)
                 assert cur is None or a == cur
                 assert c == (a + b if op == "+" else a - b if op == "-" else a * b)
-                assert 1 <= b <= 99 and 0 <= c <= 99
+                assert 1 <= b <= MAX_VALUE and 0 <= c <= MAX_VALUE
                 if op == "*":
                     assert 2 <= b <= 9
                 cur = c
@@ -119,7 +120,8 @@ def test_char_tokenizer_round_trip(tmp_path):
 
 
 def test_shipped_reference_policy():
-    """The packaged arith-ref loads offline, is the tiny untied Llama, and half-solves arith."""
+    """The packaged arith-ref loads offline, is the tiny untied Llama, and solves most of arith
+    but not all (a plateau well below 100%: build_info.json holds the continuation check)."""
     import json
     from pathlib import Path
 
@@ -143,7 +145,8 @@ def test_shipped_reference_policy():
     acc = sum(is_correct(o[0].text, r["answer"]) for o, r in zip(outs, rows)) / len(rows)
     # Recorded on all 2,000 test problems at build time; 64 problems: within ~3.5 std errors.
     assert abs(acc - info["final"]["test"]["accuracy"]) < 0.22
-    assert 0.15 < acc < 0.7
+    assert 0.75 < acc < 1.0
+    assert info["continuation"]["in_paper_regime"] and info["arch"]["d"] == 32
 
 
 def test_dev_split_is_carved_from_the_rl_train_stream(splits):

@@ -1,28 +1,29 @@
 """Build the arith reference policy: SFT of the tiny Llama on the fixed ``sft`` split.
 
-    python -m dapo_bench.toy.build_ref --out dapo_bench/assets/arith-ref
+    python -m dapo_bench.toy.build_ref --out dapo_bench/assets/arith-ref    # ~75 min, 1 thread
 
-Trains a freshly initialised (seeded) ``tiny_llama`` on the first ``--sft-size`` problems of
-the ``sft`` split for ``--epochs`` passes with a cosine learning rate, so that it ends on a
-plateau rather than on the steep part of the learning curve. Then it writes the model directory
-(config, safetensors, tokenizer) and ``build_info.json`` beside it: the learning curve, greedy
-accuracy on ``test`` and ``test_ood`` (overall and per number of steps), where wrong answers
-first go wrong, and two plateau checks on copies (not saved):
+Trains a freshly initialised (seeded) ``tiny_llama`` (default d=32, 4 layers, FFN 64: 47,648
+parameters) on the first ``--sft-size`` problems of the ``sft`` split (default 80,000) for
+``--epochs`` passes (12, batch 256, peak lr 3e-3, cosine to 5%), until it sits on a plateau:
+the paper's regime, where more SFT buys little. Then it writes the model directory (config,
+safetensors, tokenizer) and ``build_info.json`` beside it: the learning curve (quick evals on
+``dev``), greedy accuracy on ``test`` and ``test_ood`` (overall and per number of steps), where
+wrong answers first go wrong, and the plateau checks on copies (not saved):
 
-- ``plateau``: accuracy after ``--plateau-epochs`` more SFT epochs on the same set;
-- ``continuation`` (``--continuation-flops F``, the paper's regime): an equal-compute
-  continuation, SFT on the gold solutions of the RL training problems (``rl_train``) for F
-  FLOPs with the SFT control's settings (``training.sft.CONTROL_LR`` / ``CONTROL_BATCH_SIZE``),
-  and its paired-bootstrap gain on ``test`` and ``test_ood``. A reference in the paper's regime
-  gains less than 1 point (``in_paper_regime``); a data-limited one gains many (the shipped
-  36% reference: +44 points at 8.2e12 FLOPs, the control of the default DAPO run).
+- ``continuation`` (``--continuation-flops F``, default 6e11, the FLOP target of the toy
+  comparison; the paper's regime): an equal-compute continuation, SFT on the gold solutions
+  of the RL training problems (``rl_train``) for F FLOPs with the SFT control's settings
+  (``training.sft.CONTROL_LR`` / ``CONTROL_BATCH_SIZE``), and its paired-bootstrap gain on
+  ``test`` and ``test_ood``. A reference in the paper's regime gains less than 1 point
+  (``in_paper_regime``); a data-limited one gains many (the 36% reference shipped before, SFT
+  on 1,500 problems: +44 points);
+- ``plateau`` (``--plateau-epochs E``, default off): accuracy after E more SFT epochs on the
+  same set.
 
-``--early-stop N`` ends training when the quick eval (on the ``dev`` split, carved from the RL
-training problems, never on ``test``) has not improved by ``--early-stop-delta`` for N evals.
-
-    # the paper's regime (~hours on one core): many problems, then the continuation check
-    python -m dapo_bench.toy.build_ref --out /tmp/arith-ref-big --sft-size 30000 --epochs 12 \
-        --early-stop 2 --continuation-flops 9e12
+The critics of the DAPO critic study are built by the same command with ``--d 64 --ffn 128``
+(4x) and ``--d 128 --ffn 256`` (16x). ``--early-stop N`` ends training when the quick eval
+(on the ``dev`` split, carved from the RL training problems, never on ``test``) has not
+improved by ``--early-stop-delta`` for N evals.
 
 Not covered: hyper-parameter search; the numbers it prints are for this seed and machine.
 """
@@ -30,6 +31,7 @@ Not covered: hyper-parameter search; the numbers it prints are for this seed and
 from __future__ import annotations
 
 import copy
+import sys
 import time
 from collections import Counter
 from pathlib import Path
@@ -162,15 +164,15 @@ def continuation_check(model, tok, flops: float, seed: int, n_eval: int | None =
 
 def build(
     out: Annotated[Path, typer.Option(help="Directory to write the model to (replaced).")],
-    epochs: Annotated[int, typer.Option(help="SFT passes over the sft split.")] = 30,
-    lr: Annotated[float, typer.Option(help="Peak AdamW learning rate.")] = 2e-3,
-    batch_size: Annotated[int, typer.Option(help="Pairs per optimizer step.")] = 64,
-    sft_size: Annotated[int, typer.Option(help="Problems of the sft split to train on.")] = 1500,
-    eval_every: Annotated[int, typer.Option(help="Epochs between quick evals (0: none).")] = 3,
-    eval_n: Annotated[int, typer.Option(help="Test problems in each quick eval.")] = 300,
+    epochs: Annotated[int, typer.Option(help="SFT passes over the sft split.")] = 12,
+    lr: Annotated[float, typer.Option(help="Peak AdamW learning rate.")] = 3e-3,
+    batch_size: Annotated[int, typer.Option(help="Pairs per optimizer step.")] = 256,
+    sft_size: Annotated[int, typer.Option(help="Problems of the sft split to train on.")] = 80000,
+    eval_every: Annotated[int, typer.Option(help="Epochs between quick evals (0: none).")] = 1,
+    eval_n: Annotated[int, typer.Option(help="Dev problems in each quick eval.")] = 500,
     plateau_epochs: Annotated[
-        float, typer.Option(help="Extra SFT epochs of the plateau check.")
-    ] = 2.0,
+        float, typer.Option(help="Extra SFT epochs on the sft split (0: no such check).")
+    ] = 0.0,
     plateau_lr: Annotated[
         Optional[list[float]],  # noqa: UP045 (typer needs Optional)
         typer.Option(help="Learning rate(s) of the plateau check [default: 1e-4 and 5e-4]."),
@@ -178,7 +180,7 @@ def build(
     continuation_flops: Annotated[
         float, typer.Option(help="FLOPs of the equal-compute continuation check on rl_train's "
                                  "gold solutions (0: skip).")
-    ] = 0.0,
+    ] = 6e11,
     early_stop: Annotated[
         int, typer.Option(help="Stop after this many quick evals on dev without improvement "
                                "(0: train all --epochs).")
@@ -189,10 +191,10 @@ def build(
     check_only: Annotated[
         bool, typer.Option(help="Skip training: re-evaluate the model in --out, redo the checks.")
     ] = False,
-    d: Annotated[int, typer.Option(help="Hidden size of the tiny Llama.")] = 128,
+    d: Annotated[int, typer.Option(help="Hidden size of the tiny Llama.")] = 32,
     layers: Annotated[int, typer.Option(help="Transformer layers.")] = 4,
     heads: Annotated[int, typer.Option(help="Attention heads.")] = 4,
-    ffn: Annotated[int, typer.Option(help="MLP hidden size.")] = 256,
+    ffn: Annotated[int, typer.Option(help="MLP hidden size.")] = 64,
     seed: Annotated[int, typer.Option(help="Seed of the initialisation and data order.")] = 0,
     threads: Annotated[int, typer.Option(help="torch threads.")] = 1,
 ) -> None:
@@ -262,7 +264,7 @@ def build(
     )
     cont = continuation_check(model, tok, continuation_flops, seed) if continuation_flops else None
     info = {
-        "command": "python -m dapo_bench.toy.build_ref",
+        "command": "python -m dapo_bench.toy.build_ref " + " ".join(sys.argv[1:]),
         "n_params": count_params(model),
         "arch": arch,
         "sft": {
