@@ -1,20 +1,20 @@
 """All training methods at the same FLOP budget on ``arith``: one command, one table.
 
-    python bench/compare_methods.py --budget-flops 9e12
+    python bench/compare_methods.py --budget-flops 6e11
 
 runs ``base`` (the reference policy, evaluated only), then ``sft``, ``rft``, ``dpo``, ``grpo``,
 ``ppo`` and ``dapo`` (DAPO, Liu et al., step-level), each with its ``toy`` preset and
 ``--budget-flops F`` (a target every method reaches within 5%, ``dapo_bench.training.budget``),
 through the same ``run_training`` as ``dapo-bench train``. Each run writes
-``<out>/<method>/results.json`` (default out: ``leaderboards/runs/arith/main``, which the leaderboard
-globs); rerunning resumes (finished stages and evals are skipped). The table: greedy accuracy
+``<out>/<method>/results.json`` (default out: ``leaderboards/runs/arith/seeds/s0``; ``--seed S
+--out .../seeds/sS`` for the other seeds the leaderboard averages over); rerunning resumes (finished stages and evals are skipped). The table: greedy accuracy
 in distribution (``arith`` test) and out of distribution (``arith_ood``, 5-step chains) with
 bootstrap stderr, the gain over ``base`` with its paired-bootstrap stderr, FLOPs spent, and wall
 time (training stages, and the whole run with its evals). The equal-compute SFT control of each
 run is off here: the ``sft`` row is that control for every method.
 
-Not covered: several seeds (one seed per method; differences within ~2 stderr are noise), tasks
-other than the embedded arith default, and machines other than the one it runs on (the wall
+Not covered: several seeds in one command (run it once per seed; the leaderboard's seeds table
+averages them), tasks other than the embedded arith default, and machines other than the one it runs on (the wall
 times depend on load: say when the machine was shared).
 """
 
@@ -31,7 +31,7 @@ METHODS = ("base", "sft", "rft", "dpo", "grpo", "ppo", "dapo")
 TASKS = ("arith", "arith_ood")
 LABELS = {"dapo": "dapo (Liu et al., step-level)"}
 DEFAULT_METHODS = ",".join(METHODS)
-DEFAULT_OUT = Path("leaderboards/runs/arith/main")
+DEFAULT_OUT = Path("leaderboards/runs/arith/seeds/s0")
 
 
 def run_base(out: Path, model: str, eval_limit: int | None, quiet: bool) -> dict:
@@ -119,7 +119,7 @@ def render(rows: list[dict], budget: float) -> str:
 
 
 def main(
-    budget_flops: Annotated[float, typer.Option(help="FLOP budget of every method (DAPO toy needs ~8.2e12)")] = 9e12,
+    budget_flops: Annotated[float, typer.Option(help="FLOP target of every method (the toy DAPO run spends ~3.5e11 unforced)")] = 6e11,
     methods: Annotated[str, typer.Option(help="comma-separated methods")] = DEFAULT_METHODS,
     out: Annotated[Path, typer.Option(help="parent dir of the runs")] = DEFAULT_OUT,
     model: Annotated[str | None, typer.Option(help="reference policy (default: shipped toy)")
