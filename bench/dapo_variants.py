@@ -82,7 +82,8 @@ def shared_stages(base: dict, new: dict) -> list[str]:
 
 def copy_stages(base_dir: Path, run_dir: Path, stages: list[str], eval_ref: bool) -> list[str]:
     """Copy the artifacts and markers of ``stages`` (and the reference eval); returns what was
-    copied. A base stage that did not finish is not copied (nor any after it)."""
+    copied. A base stage that did not finish, or whose artifacts are gone (a fresh clone of
+    committed runs keeps no JSONL), is not copied (nor any after it)."""
     done = []
     for stage in stages:
         marker = base_dir / "stages" / f"it1.{stage}.json"
@@ -101,6 +102,7 @@ def copy_stages(base_dir: Path, run_dir: Path, stages: list[str], eval_ref: bool
     ref = base_dir / "eval" / "reference"
     if eval_ref and ref.is_dir() and (base_dir / "stages" / "eval.reference.json").is_file():
         shutil.copytree(ref, run_dir / "eval" / "reference", dirs_exist_ok=True)
+        (run_dir / "stages").mkdir(parents=True, exist_ok=True)
         shutil.copy2(base_dir / "stages" / "eval.reference.json",
                      run_dir / "stages" / "eval.reference.json")
         done.append("eval.reference")

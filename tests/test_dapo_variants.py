@@ -76,3 +76,23 @@ def test_a_variant_sharing_stages_equals_the_variant_from_scratch(model_dir, tmp
     # the copied stages keep the base's markers (its seconds too)
     marker = json.loads((shared / "stages" / "it1.critic.json").read_text())
     assert marker == json.loads((tmp_path / "base" / "stages" / "it1.critic.json").read_text())
+
+
+def test_a_base_without_its_artifacts_shares_only_what_is_there(tmp_path):
+    # committed runs keep markers and evals but not the JSONL artifacts (.gitignore): on a fresh
+    # clone a variant computes every stage itself and still takes the reference's evaluation
+    v = _variants()
+    base, run = tmp_path / "base", tmp_path / "variant"
+    (base / "stages").mkdir(parents=True)
+    (base / "eval" / "reference").mkdir(parents=True)
+    (base / "eval" / "reference" / "results.json").write_text("{}")
+    for name in ("it1.rollouts", "it1.states", "eval.reference"):
+        (base / "stages" / f"{name}.json").write_text("{}")
+    assert v.copy_stages(base, run, ["rollouts", "states", "mc"], eval_ref=True) == [
+        "eval.reference"]
+    assert not (run / "it1").exists() and (run / "stages" / "eval.reference.json").is_file()
+    assert (run / "eval" / "reference" / "results.json").is_file()
+    (base / "it1").mkdir()
+    (base / "it1" / "rollouts.jsonl").write_text("")
+    assert v.copy_stages(base, tmp_path / "v2", ["rollouts", "states"], eval_ref=False) == [
+        "rollouts"]
