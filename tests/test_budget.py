@@ -25,7 +25,10 @@ TINY = {
              "minibatch_size=4", "max_steps=2"],
     "ppo": ["rollout_batch=4", "max_new_tokens=48", "minibatch_size=4", "max_steps=2"],
     "dapo": ["n_problems=4", "n_samples=4", "n_rollouts=2", "mc_samples=2", "max_new_tokens=48",
-             "gen_chunk=8", "actor.batch_actions=2", "actor.epochs=1", "critic.batch_size=8"],
+             "gen_chunk=8", "actor.batch_actions=2", "actor.epochs=1", "critic.batch_size=8",
+             # the plateaued reference is confident and mostly right: sample hot and keep every
+             # state with two distinct actions, so the actor has data to spend the target on
+             "min_spread=0.0", "temperature=2.0"],
 }
 
 

@@ -193,7 +193,7 @@ def test_config_presets_and_overrides():
     preset, cfg = resolve_config(spec, RunOptions(), None, None, ["critic.optim.lr=1e-5"])
     assert preset == "toy" and cfg.critic.optim.lr == 1e-5 and cfg.mc_samples == 4
     assert cfg.actor.optim.lr == 2e-5
-    assert cfg.advantage == "mc" and cfg.beta == 0.5 and cfg.n_problems == 2048
+    assert cfg.advantage == "mc" and cfg.beta == 1.0 and cfg.n_problems == 2048
     _, paper = resolve_config(spec, RunOptions(model="x"), None, None, [])
     assert (paper.beta, paper.n_samples, paper.n_rollouts, paper.mc_samples) == (0.01, 32, 6, 16)
     assert paper.critic.optim.lr == 5e-6 and paper.min_spread == 0.1
