@@ -100,7 +100,9 @@ def copy_stages(base_dir: Path, run_dir: Path, stages: list[str], eval_ref: bool
         shutil.copy2(marker, run_dir / "stages" / marker.name)
         done.append(stage)
     ref = base_dir / "eval" / "reference"
-    if eval_ref and ref.is_dir() and (base_dir / "stages" / "eval.reference.json").is_file():
+    # the paired comparison reads the reference's samples (not committed: a fresh clone re-runs it)
+    if eval_ref and (ref / "samples.jsonl").is_file() and (
+            base_dir / "stages" / "eval.reference.json").is_file():
         shutil.copytree(ref, run_dir / "eval" / "reference", dirs_exist_ok=True)
         (run_dir / "stages").mkdir(parents=True, exist_ok=True)
         shutil.copy2(base_dir / "stages" / "eval.reference.json",

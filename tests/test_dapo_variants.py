@@ -88,6 +88,9 @@ def test_a_base_without_its_artifacts_shares_only_what_is_there(tmp_path):
     (base / "eval" / "reference" / "results.json").write_text("{}")
     for name in ("it1.rollouts", "it1.states", "eval.reference"):
         (base / "stages" / f"{name}.json").write_text("{}")
+    # without its samples the reference eval cannot be paired with: it is evaluated again
+    assert v.copy_stages(base, run, ["rollouts", "states", "mc"], eval_ref=True) == []
+    (base / "eval" / "reference" / "samples.jsonl").write_text("")
     assert v.copy_stages(base, run, ["rollouts", "states", "mc"], eval_ref=True) == [
         "eval.reference"]
     assert not (run / "it1").exists() and (run / "stages" / "eval.reference.json").is_file()
