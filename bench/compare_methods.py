@@ -6,8 +6,9 @@ runs ``base`` (the reference policy, evaluated only), then ``sft``, ``rft``, ``d
 ``ppo`` and ``dapo`` (DAPO, Liu et al., step-level), each with its ``toy`` preset and
 ``--budget-flops F`` (a target every method reaches within 5%, ``dapo_bench.training.budget``),
 through the same ``run_training`` as ``dapo-bench train``. Each run writes
-``<out>/<method>/results.json`` (default out: ``leaderboards/runs/arith/seeds/s0``; ``--seed S
---out .../seeds/sS`` for the other seeds the leaderboard averages over); rerunning resumes (finished stages and evals are skipped). The table: greedy accuracy
+``<out>/<method>/results.json`` (default out: ``leaderboards/runs/arith/seeds/s<seed>``, the
+layout the leaderboard averages over; ``{seed}`` in ``--out`` is replaced by the seed);
+rerunning resumes (finished stages and evals are skipped). The table: greedy accuracy
 in distribution (``arith`` test) and out of distribution (``arith_ood``, 5-step chains) with
 bootstrap stderr, the gain over ``base`` with its paired-bootstrap stderr, FLOPs spent, and wall
 time (training stages, and the whole run with its evals). The equal-compute SFT control of each
@@ -31,7 +32,7 @@ METHODS = ("base", "sft", "rft", "dpo", "grpo", "ppo", "dapo")
 TASKS = ("arith", "arith_ood")
 LABELS = {"dapo": "dapo (Liu et al., step-level)"}
 DEFAULT_METHODS = ",".join(METHODS)
-DEFAULT_OUT = Path("leaderboards/runs/arith/seeds/s0")
+DEFAULT_OUT = "leaderboards/runs/arith/seeds/s{seed}"
 
 
 def run_base(out: Path, model: str, eval_limit: int | None, quiet: bool) -> dict:
@@ -121,7 +122,8 @@ def render(rows: list[dict], budget: float) -> str:
 def main(
     budget_flops: Annotated[float, typer.Option(help="FLOP target of every method (the toy DAPO run spends ~3.5e11 unforced)")] = 6e11,
     methods: Annotated[str, typer.Option(help="comma-separated methods")] = DEFAULT_METHODS,
-    out: Annotated[Path, typer.Option(help="parent dir of the runs")] = DEFAULT_OUT,
+    out: Annotated[str, typer.Option(help="parent dir of the runs ({seed}: the seed)")
+                   ] = DEFAULT_OUT,
     model: Annotated[str | None, typer.Option(help="reference policy (default: shipped toy)")
                      ] = None,
     eval_limit: Annotated[int | None, typer.Option(help="first N problems per eval task")
@@ -141,6 +143,7 @@ def main(
     from dapo_bench.methods.base import RunOptions, resolve_options
 
     torch.set_num_threads(threads)
+    out = Path(str(out).replace("{seed}", str(seed)))
     chosen = [m.strip() for m in methods.split(",") if m.strip()]
     for m in chosen:
         if m != "base" and m not in REGISTRY:

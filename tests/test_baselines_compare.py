@@ -41,8 +41,9 @@ def test_all_baselines_at_one_budget(tiny_dir, tmp_path, capsys):
     sets = ["grpo:max_new_tokens=12", "grpo:prompts_per_step=4", "ppo:max_new_tokens=12",
             "ppo:rollout_batch=16", "rft:n_problems=8", "rft:max_new_tokens=12",
             "dpo:n_problems=8", "dpo:max_new_tokens=12"]
-    cm.main(budget_flops=budget, methods=",".join(BASELINES), out=tmp_path, model=tiny_dir,
-            eval_limit=4, seed=0, set_=sets, threads=1, quiet=True)
+    cm.main(budget_flops=budget, methods=",".join(BASELINES), out=str(tmp_path / "s{seed}"),
+            model=tiny_dir, eval_limit=4, seed=0, set_=sets, threads=1, quiet=True)
+    tmp_path = tmp_path / "s0"  # {seed} in --out is the seed (the default is .../seeds/s{seed})
     table = capsys.readouterr().out
     for m in ("base",) + BASELINES:
         res = load_results(tmp_path / m / "results.json")
