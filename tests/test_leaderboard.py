@@ -1,15 +1,31 @@
-"""Leaderboards: tables, deltas, bold, n, provenance, skipping bad files, byte-stable output.
+"""Leaderboards: the committed arith spec over FIXTURE runs: seeds, critic, beta and iteration
+tables (means over seeds and their standard errors recomputed here by hand), deltas, bold, n,
+provenance, plots, skipping bad files, byte-stable output; spec errors; the CLI.
 
 Result files here are FIXTURES (tests/test_leaderboard_fixtures.py), written through the real
 schema; their numbers are made up and say nothing about any method.
 """
 
+import csv
 import json
+import math
 import shutil
+import statistics
 from pathlib import Path
 
 import pytest
-from test_leaderboard_fixtures import result, write_fixture_runs
+from test_leaderboard_fixtures import (
+    BASE,
+    BETA,
+    BINS,
+    CRITIC,
+    ITER,
+    N_PARAMS,
+    SEEDS,
+    TARGET,
+    result,
+    write_fixture_runs,
+)
 from typer.testing import CliRunner
 
 from dapo_bench.cli import app
@@ -20,6 +36,7 @@ from dapo_bench.leaderboard.spec import load_spec
 ROOT = Path(__file__).resolve().parents[1]
 ARITH = ROOT / "leaderboards" / "arith.yaml"
 PAPER = ROOT / "leaderboards" / "paper.yaml"
+BAD = ["critic/partial/results.json", "seeds/s1/broken/results.json"]
 
 
 @pytest.fixture(scope="module")
@@ -33,55 +50,210 @@ def rendered(runs, tmp_path_factory):
     return render(ARITH, runs, out), out
 
 
+@pytest.fixture(scope="module")
+def md(rendered):
+    return (rendered[1] / "arith.md").read_text()
+
+
+@pytest.fixture(scope="module")
+def cells(rendered):
+    """The long CSV as {(table, row_id, column): line}."""
+    with open(rendered[1] / "arith.csv", newline="") as f:
+        return {(x["table"], x["row_id"], x["column"]): x for x in csv.DictReader(f)}
+
+
 def _row(md: str, label: str) -> list[str]:
     line = next(x for x in md.splitlines() if x.startswith(f"| {label} |"))
     return [c.strip() for c in line.strip("|").split("|")][1:]
 
 
-def test_main_table_values_deltas_bold_n(rendered):
-    _, out = rendered
-    md = (out / "arith.md").read_text()
-    main = md.split("## One seed, before the budget was a target")[1].split(
-        "## DAPO's beta ablation")[0]
-    assert _row(main, "Base (reference policy)")[:3] == ["55.0 ± 1.1", "25.0 ± 1.4", "40.0 ± 0.9"]
-    dapo = _row(main, "DAPO (MC values; Liu et al., step-level)")
-    assert dapo[0] == "**64.0** ± 1.1 (+9.0)" and dapo[3] == "7.92e+09"
-    assert _row(main, "GRPO")[0] == "61.0 ± 1.1 (+6.0)"  # not bold: DAPO's 64.0 is best
-    assert _row(main, "n")[:2] == ["2000", "1000"]
-    assert "Provenance: commit: fixture0000000000." in main
-    assert "arith: math 1" in main and "sampling: max_new_tokens=64, n=1" in main
+def _labels(section: str) -> list[str]:
+    return [x.split("|")[1].strip() for x in section.splitlines()
+            if x.startswith("| ") and not x.startswith(("| Row |", "| n |"))]
 
 
-def test_beta_and_iteration_tables(rendered):
-    _, out = rendered
-    md = (out / "arith.md").read_text()
-    beta = md.split("## DAPO's beta ablation")[1].split("## Iterative DAPO")[0]
-    labels = [x.split("|")[1].strip() for x in beta.splitlines() if x.startswith("| DAPO (MC values), β")]
-    assert labels == ["DAPO (MC values), β = 0.01", "DAPO (MC values), β = 0.05",
-                      "DAPO (MC values), β = 0.2"]
-    it = md.split("## Iterative DAPO")[1].split("## Plots")[0]
-    assert _row(it, "DAPO (MC values) iteration 1")[0] == "62.0 ± 1.1 (+7.0)"
-    # cumulative FLOPs from the ledger stages it1.* and it1.*+it2.*
-    assert _row(it, "DAPO (MC values) iteration 1")[2] == "3.30e+09"
-    assert _row(it, "DAPO (MC values) iteration 2")[2] == "7.92e+09"
+def _section(md: str, table_id: str) -> str:
+    title = {t.id: t.title for t in load_spec(ARITH).tables}[table_id]
+    return md.split(f"## {title}\n")[1].split("\n## ")[0]
 
 
-def test_bad_files_skipped_and_listed(rendered):
+def _flops(tokens: int, iterations: int = 1) -> float:
+    # the fixture charges `tokens` generated and tokens // 2 trained per iteration
+    return iterations * 2 * N_PARAMS * (tokens + 3 * (tokens // 2))
+
+
+def _by_hand(entries: list[tuple], col: str) -> tuple[float, float | None]:
+    """Mean over seeds and the standard error of that mean (sample sd / sqrt(k)); one seed:
+    its own stderr. ``entries`` are the fixture's (arith, ood, gain, gain_ood, tokens)."""
+    if col in ("flops", "ratio"):
+        vals = [_flops(e[4]) / (TARGET if col == "ratio" else 1) for e in entries]
+        return statistics.mean(vals), None
+    if col in ("arith", "arith_ood"):
+        i, n = (0, 2000) if col == "arith" else (1, 1000)
+        vals = [100 * e[i] for e in entries]
+        ses = [100 * math.sqrt(e[i] * (1 - e[i]) / n) for e in entries]
+    else:
+        gains = [e[2] if col == "gain_arith" else e[3] for e in entries]
+        vals, ses = [100 * g for g, _ in gains], [100 * se for _, se in gains]
+    k = len(vals)
+    return statistics.mean(vals), statistics.stdev(vals) / math.sqrt(k) if k > 1 else ses[0]
+
+
+def _check_row(cells: dict, table: str, rid: str, entries: list[tuple], sources: list[str]):
+    """Every column of a seeds-table row against the hand computation; deltas to Base."""
+    cols = [c.id for c in next(t for t in load_spec(ARITH).tables if t.id == table).columns]
+    for col in cols:
+        c = cells[table, rid, col]
+        assert c["source"] == ", ".join(f"{s}/results.json" for s in sources), (rid, col)
+        mean, se = _by_hand(entries, col)
+        assert float(c["value"]) == pytest.approx(mean, abs=1e-6), (rid, col)
+        assert (c["stderr"] == "") if se is None else \
+            float(c["stderr"]) == pytest.approx(se, abs=1e-3), (rid, col)
+        if col in ("arith", "arith_ood"):
+            base = 100 * BASE[col == "arith_ood"]
+            assert float(c["delta"]) == pytest.approx(mean - base, abs=1e-6), (rid, col)
+        else:
+            assert c["delta"] == "", (rid, col)  # gains and fields carry no change to Base
+
+
+def test_seeds_table_means_se_gains(cells):
+    for name, seeds in SEEDS.items():
+        rid = {"dapo": "dapo_mc"}.get(name, name)
+        _check_row(cells, "seeds", rid, list(seeds.values()),
+                   [f"seeds/s{s}/{name}" for s in seeds])
+    base = cells["seeds", "base", "arith"]
+    assert base["source"] == "seeds/s0/base/results.json" and base["delta"] == ""
+    assert cells["seeds", "base", "gain_arith"]["value"] == ""  # no gain over itself
+
+
+def test_seeds_table_cells_bold_n_notes(md):
+    t = _section(md, "seeds")
+    assert _labels(t)[0] == "Base (reference policy)"
+    assert _row(t, "Base (reference policy)") == ["55.0 ± 1.1", "–", "25.0 ± 1.4", "–", "–", "–"]
+    # DAPO: 64.0, 61.0, 65.5 -> 63.5, sd 2.29, se 1.32; best accuracy, so bold
+    dapo = _row(t, "DAPO (MC values; Liu et al., step-level)")
+    assert dapo == ["**63.5** ± 1.3 (+8.5)", "2.0 ± 0.6", "**30.7** ± 0.9 (+5.7)", "1.5 ± 0.6",
+                    "3.39e+09", "1.027"]
+    assert _row(t, "GRPO")[:2] == ["62.0 ± 1.1 (+7.0)", "**7.2** ± 0.8"]  # one seed: own se
+    assert _row(t, "DAPO (critic; Liu et al., step-level)")[0] == "61.5 ± 1.5 (+6.5)"
+    assert _row(t, "n")[:4] == ["2000", "2000", "1000", "1000"]
+    assert ("- DAPO (MC values; Liu et al., step-level): 3 seeds (0, 1, 2); paired gain ID "
+            "per seed +2.0 ± 0.6, +1.0 ± 0.5, +3.0 ± 0.7; paired gain OOD per seed "
+            "+1.5 ± 0.9, +0.5 ± 1.0, +2.5 ± 1.1.") in t
+    assert "- DAPO (critic; Liu et al., step-level): 2 seeds (0, 1);" in t
+    assert "Provenance: commit: fixture0000000000." in t
+    assert "arith: math 1" in t and "sampling: max_new_tokens=64, n=1" in t
+    assert "no result file matched" not in t and "broken" not in t
+
+
+def test_critic_table_fields_and_gains(md, cells):
+    rows = {"mc": "default/dapo", "c1x": "critic/c1x", "c4x": "critic/c4x",
+            "c4x_e4": "critic/c4x-e4-step"}
+    for rid, path in rows.items():
+        brier, const, ece, g, go, tokens = CRITIC[path]
+        got = {col: cells["critic", rid, col] for col in
+               ("skill", "brier", "ece", "gain_arith", "gain_ood", "flops")}
+        assert {c["source"] for c in got.values()} == {f"{path}/results.json"}
+        assert float(got["skill"]["value"]) == pytest.approx(1 - brier / const)
+        assert float(got["brier"]["value"]) == brier and float(got["ece"]["value"]) == ece
+        for col, (d, se) in (("gain_arith", g), ("gain_ood", go)):
+            assert float(got[col]["value"]) == pytest.approx(100 * d)
+            assert float(got[col]["stderr"]) == pytest.approx(100 * se)
+        assert float(got["flops"]["value"]) == _flops(tokens)
+    t = _section(md, "critic")
+    assert _row(t, "DAPO (critic), critic 1x, 1 epoch") == [
+        "-0.028", "0.1450", "0.160", "-0.2 ± 0.4", "0.1 ± 0.8", "3.30e+09"]
+    assert _row(t, "DAPO (critic), critic 4x, 1 epoch")[3] == "**1.1** ± 0.4"  # best gain ID
+    assert _row(t, "DAPO (critic), critic 4x, 4 epochs + step labels")[:5] == [
+        "+0.150", "0.1200", "0.060", "0.9 ± 0.4", "**1.6** ± 0.8"]
+    assert cells["critic", "c1x_e4", "skill"]["kind"] == "missing"
+    assert "no result file matched path=critic/c1x-e4-step/*" in t
+    assert "(+" not in t and "(-" not in t  # no base row: no deltas
+
+
+def test_beta_rows_by_value_over_seeds(md, cells):
+    t = _section(md, "beta")
+    # numeric order (10.0 last), one row per beta whatever the seed
+    assert _labels(t) == ["Base (reference policy)"] + [
+        f"DAPO (MC values), β = {b}" for b in ("0.5", "1.0", "2.0", "10.0")]
+    for b in (0.5, 2.0, 10.0):
+        seeds = sorted(s for s, bb in BETA if bb == b)
+        _check_row(cells, "beta", f"beta={b}", [BETA[s, b] for s in seeds],
+                   [f"beta/s{s}/beta{b}" for s in seeds])
+    # beta 1.0 is the seeds' own DAPO runs, seeds 0 and 1 only (not seed 2, not dapo_critic)
+    dapo = SEEDS["dapo"]
+    _check_row(cells, "beta", "beta=1.0", [dapo[0], dapo[1]],
+               ["seeds/s0/dapo", "seeds/s1/dapo"])
+    assert _row(t, "DAPO (MC values), β = 1.0")[0] == "62.5 ± 1.5 (+7.5)"
+    assert _row(t, "DAPO (MC values), β = 2.0")[0] == "**62.7** ± 0.7 (+7.7)"
+    assert "- DAPO (MC values), β = 10.0: 1 seed (0); paired gain ID per seed -0.4 ± 0.5" in t
+
+
+def test_iteration_rows_cumulative_flops(md, cells):
+    t = _section(md, "iterations")
+    assert _labels(t) == ["Base (reference policy)", "DAPO (MC values) iteration 1",
+                          "DAPO (MC values) iteration 2"]
+    for k in (1, 2):
+        c = {col: cells["iterations", f"iteration={k}", col]
+             for col in ("arith", "arith_ood", "flops")}
+        assert c["arith"]["source"] == ", ".join(
+            f"iter/s{s}/it2/results.json#iter{k}" for s in ITER)
+        acc = [100 * (a - 0.02 * (2 - k)) for a, _, _ in ITER.values()]
+        assert float(c["arith"]["value"]) == pytest.approx(statistics.mean(acc))
+        assert float(c["arith"]["stderr"]) == pytest.approx(statistics.stdev(acc) / math.sqrt(2))
+        # cumulative: iteration k counts the ledger stages it1.* .. it<k>.*
+        assert float(c["flops"]["value"]) == pytest.approx(
+            statistics.mean(_flops(tok, k) for _, _, tok in ITER.values()))
+    assert _row(t, "DAPO (MC values) iteration 1") == [
+        "63.0 ± 1.0 (+8.0)", "30.0 ± 1.0 (+5.0)", "3.63e+09"]
+    assert _row(t, "DAPO (MC values) iteration 2")[::2] == ["**65.0** ± 1.0 (+10.0)", "7.26e+09"]
+
+
+def test_plots_draw_the_spec_runs(runs):
+    from dapo_bench.leaderboard.plots import beta_ablation, calibration, training_curves
+    from dapo_bench.leaderboard.runs import collect
+    from dapo_bench.leaderboard.spec import Plot
+
+    spec = load_spec(ARITH)
+    plots = {p.id: p for p in spec.plots}
+    loaded, _ = collect(spec.inputs, runs)
+
+    def lines(fig):
+        return {x.get_label(): x for x in fig.axes[0].get_lines()
+                if not x.get_label().startswith("_")}
+
+    # seed 0's runs, labelled by run id (label_by: run_id), so DAPO's two estimators differ
+    assert sorted(lines(training_curves(plots["training_curves"], loaded))) == [
+        f"fixture-s0-{m}" for m in ("dapo", "dapo_critic", "dpo", "grpo", "ppo", "rft", "sft")]
+    # DAPO logs each iteration's steps from 0: one line per iteration
+    it = training_curves(Plot(id="c", kind="training_curves", metric="loss",
+                              match={"path": "iter/s0/*"}), loaded)
+    assert sorted(lines(it)) == ["dapo it1", "dapo it2"]
+    beta = beta_ablation(plots["beta_ablation"], loaded)
+    (dapo,) = beta.axes[0].containers  # an errorbar: its label is on the container
+    assert dapo.get_label() == "DAPO" and "base (55.0)" in lines(beta)
+    assert list(dapo.lines[0].get_xdata()) == [0.5, 1.0, 2.0, 10.0]  # seed 0 only
+    cal = lines(calibration(plots["calibration"], loaded))
+    brier, const, ece = CRITIC["default/dapo"][:3]
+    label = f"dapo (brier={brier:.3f}, brier_skill={1 - brier / const:.3f}, ece={ece:.3f})"
+    assert sorted(cal) == [label, "perfect"]  # the default run only, not the critic study
+    assert list(cal[label].get_xdata()) == [p for _, p, _ in BINS.values()]  # empty bins dropped
+
+
+def test_bad_files_skipped_and_listed(runs, rendered, md):
     res, out = rendered
-    assert [s.path for s in res.skipped] == ["beta/partial/results.json",
-                                             "main/broken/results.json"]
-    md = (out / "arith.md").read_text()
-    assert "- `main/broken/results.json`: 1: invalid JSON" in md
-    assert "- `beta/partial/results.json`: field 'model' missing" in md
-    assert str(out) not in md and "/tmp" not in md  # no machine-specific paths
+    assert [s.path for s in res.skipped] == BAD
+    assert "- `seeds/s1/broken/results.json`: 1: invalid JSON" in md
+    assert "- `critic/partial/results.json`: field 'model' missing" in md
+    assert str(out) not in md and str(runs) not in md  # no machine-specific paths
 
 
 def test_named_bad_file_is_an_error(runs, tmp_path):
     spec = tmp_path / "lb.yaml"
     spec.write_text(
-        f"inputs: {{dir: {runs}, files: [main/broken/results.json]}}\n"
+        f"inputs: {{dir: {runs}, files: [seeds/s1/broken/results.json]}}\n"
         "tables: [{id: t, columns: [{id: a, task: arith}], rows: [{match: {method: sft}}]}]\n")
-    with pytest.raises(UserError, match="main/broken/results.json:1: invalid JSON"):
+    with pytest.raises(UserError, match="seeds/s1/broken/results.json:1: invalid JSON"):
         render(spec, out_dir=tmp_path)
 
 
@@ -90,7 +262,7 @@ def test_render_twice_identical_bytes(runs, rendered, tmp_path):
     again = render(ARITH, runs, tmp_path)
     names = sorted(p.name for p in res.written)
     assert names == sorted(p.name for p in again.written)
-    assert sum(n.endswith(".png") for n in names) == 4
+    assert sum(n.endswith(".png") for n in names) == 4 and res.not_drawn == []
     for n in names:
         assert (out / n).read_bytes() == (tmp_path / n).read_bytes(), n
     png = (out / "arith.acc_vs_flops.png").read_bytes()
@@ -110,11 +282,13 @@ def test_input_order_does_not_matter(runs, rendered, tmp_path):
         assert p.read_bytes() == (out / p.name).read_bytes(), p.name
 
 
-def test_manifest_hashes_inputs(rendered):
+def test_manifest_hashes_inputs(runs, rendered):
     _, out = rendered
     man = json.loads((out / "arith.manifest.json").read_text())
-    assert "main/dapo/results.json" in man["inputs"]
-    assert set(man["skipped"]) == {"beta/partial/results.json", "main/broken/results.json"}
+    good = {p.relative_to(runs).as_posix() for p in runs.rglob("results.json")} - set(BAD)
+    assert set(man["inputs"]) == good and len(good) == 1 + 13 + 5 + 2 + 4
+    assert all(len(h) >= 16 for h in man["inputs"].values())
+    assert set(man["skipped"]) == set(BAD)
     assert man["outputs"]["arith.md"] and man["not_drawn"] == []
 
 
@@ -129,9 +303,10 @@ def test_missing_runs_render_with_notes(tmp_path):
 def test_several_matches_error_names_files(runs, tmp_path):
     spec = tmp_path / "lb.yaml"
     spec.write_text(
-        f"inputs: {{dir: {runs}, globs: ['*/*/results.json']}}\n"
+        f"inputs: {{dir: {runs}, globs: ['beta/*/*/results.json']}}\n"
         "tables: [{id: t, columns: [{id: a, task: arith}], rows: [{match: {method: dapo}}]}]\n")
-    with pytest.raises(UserError, match=r"4 result files match \(main/dapo/results.json, beta/dapo-b0.01"):
+    with pytest.raises(UserError, match=r"5 result files match \(beta/s0/beta0.5/results.json, "
+                                        r"beta/s0/beta10.0/results.json"):
         render(spec, out_dir=tmp_path)
 
 
@@ -156,7 +331,7 @@ def test_reference_rows_from_paper_beside_measured(runs, tmp_path):
     # A MATH-like table: a measured row (fixture) beside the paper's Llama-3.1 rows.
     spec = tmp_path / "lb.yaml"
     spec.write_text(
-        f"inputs: {{dir: {runs}, globs: ['main/*/results.json']}}\n"
+        f"inputs: {{dir: {runs}, globs: ['seeds/*/*/results.json']}}\n"
         "tables:\n"
         "  - id: t\n"
         "    decimals: 2\n"
@@ -166,19 +341,20 @@ def test_reference_rows_from_paper_beside_measured(runs, tmp_path):
         "      rows: [llama31_8b_instruct, llama31_8b_instruct_dapo], columns: {m: math}}]\n")
     render(spec, out_dir=tmp_path)
     md = (tmp_path / "lb.md").read_text()
-    assert "| mine | 61.00 ± 1.09 |" in md
+    assert "| mine | 62.00 ± 1.09 |" in md
     assert "| *Llama-3.1-8B-Instruct (published)* | 49.42 |" in md
     assert "| *+ DAPO (published)* | 53.62 (+4.20) |" in md  # delta among published rows
     assert "published numbers in italics" in md
-    csv = (tmp_path / "lb.csv").read_text().splitlines()
-    assert "t,ref:llama31_8b_instruct_dapo,+ DAPO (published),published,published,m,53.62,,4.2,,0" in csv
+    csv_lines = (tmp_path / "lb.csv").read_text().splitlines()
+    assert "t,ref:llama31_8b_instruct_dapo,+ DAPO (published),published,published,m,53.62,,4.2,,0" \
+        in csv_lines
 
 
 def test_cli_renders_and_warns_on_stderr(runs, tmp_path):
     r = CliRunner().invoke(app, ["leaderboard", str(ARITH), "--runs", str(runs),
                                  "--out", str(tmp_path), "--no-plots"])
     assert r.exit_code == 0, r.output
-    assert "skipped main/broken/results.json" in r.output
+    assert "skipped seeds/s1/broken/results.json" in r.output
     assert (tmp_path / "arith.md").is_file() and not list(tmp_path.glob("*.png"))
 
 
@@ -205,26 +381,3 @@ def test_iteration_in_results_object_form(tmp_path):
     it = next(r for r in runs if r.iteration == 1)
     assert it.get("ledger.flops") == 5.0 and it.get("method") == "dapo"
     assert [r.evaluated for r in runs if r.evaluated] == ["control", "final", "reference"]
-
-
-def test_training_curves_one_line_per_iteration(runs):
-    from dapo_bench.leaderboard.plots import training_curves
-    from dapo_bench.leaderboard.runs import collect
-    from dapo_bench.leaderboard.spec import Inputs, Plot
-
-    loaded, _ = collect(Inputs(globs=["main/*/results.json"]), runs)
-    fig = training_curves(Plot(id="c", kind="training_curves", metric="loss"), loaded)
-    labels = sorted(line.get_label() for line in fig.axes[0].get_lines())
-    assert labels == ["dapo it1", "dapo it2", "dpo", "grpo", "ppo", "rft", "sft"]
-
-
-def test_calibration_reads_heldout_bins(runs):
-    from dapo_bench.leaderboard.plots import calibration
-    from dapo_bench.leaderboard.runs import collect
-    from dapo_bench.leaderboard.spec import Inputs, Plot
-
-    loaded, _ = collect(Inputs(globs=["main/*/results.json"]), runs)
-    fig = calibration(Plot(id="c", kind="calibration", match={"method": "dapo"}), loaded)
-    lines = {line.get_label(): line for line in fig.axes[0].get_lines()}
-    assert "dapo (brier=0.170, ece=0.040)" in lines
-    assert list(lines["dapo (brier=0.170, ece=0.040)"].get_xdata()) == [0.7]  # empty bin dropped
