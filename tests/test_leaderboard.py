@@ -19,6 +19,7 @@ from test_leaderboard_fixtures import (
     BETA,
     BINS,
     CRITIC,
+    KEPT,
     ITER,
     N_PARAMS,
     SEEDS,
@@ -152,20 +153,23 @@ def test_critic_table_fields_and_gains(md, cells):
     for rid, path in rows.items():
         brier, const, ece, g, go, tokens = CRITIC[path]
         got = {col: cells["critic", rid, col] for col in
-               ("skill", "brier", "ece", "gain_arith", "gain_ood", "flops")}
+               ("skill", "brier", "ece", "kept", "gain_arith", "gain_ood", "flops")}
         assert {c["source"] for c in got.values()} == {f"{path}/results.json"}
         assert float(got["skill"]["value"]) == pytest.approx(1 - brier / const)
         assert float(got["brier"]["value"]) == brier and float(got["ece"]["value"]) == ece
+        assert got["kept"]["value"] == str(KEPT[path])  # iterations.0.advantages.kept_states
         for col, (d, se) in (("gain_arith", g), ("gain_ood", go)):
             assert float(got[col]["value"]) == pytest.approx(100 * d)
             assert float(got[col]["stderr"]) == pytest.approx(100 * se)
         assert float(got["flops"]["value"]) == _flops(tokens)
     t = _section(md, "critic")
     assert _row(t, "DAPO (critic), critic 1x, 1 epoch") == [
-        "-0.028", "0.1450", "0.160", "-0.2 ± 0.4", "0.1 ± 0.8", "3.30e+09"]
-    assert _row(t, "DAPO (critic), critic 4x, 1 epoch")[3] == "**1.1** ± 0.4"  # best gain ID
-    assert _row(t, "DAPO (critic), critic 4x, 4 epochs + step labels")[:5] == [
-        "+0.150", "0.1200", "0.060", "0.9 ± 0.4", "**1.6** ± 0.8"]
+        "-0.028", "0.1450", "0.160", "5", "-0.2 ± 0.4", "0.1 ± 0.8", "3.30e+09"]
+    assert _row(t, "DAPO (critic), critic 4x, 1 epoch")[4] == "**1.1** ± 0.4"  # best gain ID
+    assert _row(t, "DAPO (critic), critic 4x, 4 epochs + step labels")[:6] == [
+        "+0.150", "0.1200", "0.060", "93", "0.9 ± 0.4", "**1.6** ± 0.8"]
+    assert _row(t, "DAPO (MC values), the default run: critic 1x, 1 epoch (trained, not used)"
+                )[3] == "1,342"  # a field column: formatted, not ranked (no bold)
     assert cells["critic", "c1x_e4", "skill"]["kind"] == "missing"
     assert "no result file matched path=critic/c1x-e4-step/*" in t
     assert "(+" not in t and "(-" not in t  # no base row: no deltas

@@ -59,6 +59,7 @@ CRITIC = {
     "critic/c4x": (0.1250, 0.1411, 0.070, (0.011, 0.004), (0.008, 0.008), 1300),
     "critic/c4x-e4-step": (0.1200, 0.1411, 0.060, (0.009, 0.004), (0.016, 0.008), 1600),
 }
+KEPT = {"default/dapo": 1342, "critic/c1x": 5, "critic/c4x": 18, "critic/c4x-e4-step": 93}
 # default/dapo's non-empty reliability bins (of 10): {bin: (n, mean_pred, mean_label)}
 BINS = {3: (58, 0.375, 0.362), 4: (60, 0.439, 0.483), 7: (694, 0.716, 0.893)}
 
@@ -157,11 +158,14 @@ def write_fixture_runs(root: Path) -> Path:
         write_results(root / f"iter/s{s}/it2", result(
             "dapo", a, o, seed=s, iterations=2, flops_tokens=tok, run_id=f"fixture-s{s}-it2"))
     for path, (brier, const, ece, g, go, tok) in CRITIC.items():
-        write_results(root / path, result(
+        obj = result(
             "dapo", 0.6, 0.3, advantage="mc" if path.startswith("default") else "critic",
             flops_tokens=tok, gains={"arith": g, "arith_ood": go},
             critic=heldout(brier, const, ece, BINS if path == "default/dapo" else {}),
-            run_id="fixture-" + path.replace("/", "-")))
+            run_id="fixture-" + path.replace("/", "-"))
+        # one iteration's record, as DAPO writes it: the actor's states (a list-indexed field)
+        obj["iterations"] = [{"iteration": 1, "advantages": {"kept_states": KEPT[path]}}]
+        write_results(root / path, obj)
     (root / "seeds/s1/broken").mkdir(parents=True)
     (root / "seeds/s1/broken/results.json").write_text('{"schema_version": 1, "run')
     (root / "critic/partial").mkdir(parents=True)

@@ -41,17 +41,21 @@ class Run:
     evaluated: str | None = None
 
     def get(self, dotted: str, default: Any = None) -> Any:
-        """A dotted field; ``a|b`` tries ``a`` then ``b``; ``path``, ``iteration`` and
-        ``evaluated`` are the run's own attributes."""
+        """A dotted field; ``a|b`` tries ``a`` then ``b``; a number indexes a list
+        (``iterations.0.advantages.kept_states``); ``path``, ``iteration`` and ``evaluated``
+        are the run's own attributes."""
         for alt in dotted.split("|"):
             if alt in ("path", "iteration", "evaluated"):
                 return getattr(self, alt)
             node: Any = self.data
             for part in alt.split("."):
-                if not isinstance(node, dict) or part not in node:
+                if isinstance(node, list) and part.isdigit() and int(part) < len(node):
+                    node = node[int(part)]
+                elif isinstance(node, dict) and part in node:
+                    node = node[part]
+                else:
                     node = _MISSING
                     break
-                node = node[part]
             if node is not _MISSING:
                 return node
         return default
