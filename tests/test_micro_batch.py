@@ -153,6 +153,32 @@ def test_dapo_actor_micro_batches_keep_states_whole(tok, grads):
     _check(runs, grads)
 
 
+def test_dapo_scoring_passes_take_micro_batches(tok):
+    """The actor's reference log-probs (and the diagnostic after training) are scored in
+    passes of --micro-batch actions: a 135M model's 256-action pass asked for 29 GB."""
+    from types import SimpleNamespace
+
+    from dapo_bench.methods.dapo.actor import reference_logprobs
+    from dapo_bench.methods.dapo.stages import SCORE_BATCH, score_batch
+
+    ctx = lambda mb: SimpleNamespace(engine_cfg=EngineConfig(micro_batch=mb))  # noqa: E731
+    assert score_batch(ctx(0)) == SCORE_BATCH and score_batch(ctx(4)) == 4
+    states = [{"prompt_ids": _ids(tok, f"{i}+{i}\n"), "prefix_ids": _ids(tok, f"{i}+{i}="),
+               "actions": [{"ids": _ids(tok, f"{2 * i}\n")}, {"ids": _ids(tok, f"{i}\n")},
+                           {"ids": _ids(tok, "\\boxed{7}") + [tok.eos_token_id]}]}
+              for i in range(1, 7)]
+    model = tiny_llama(tok, seed=5, **SMALL)
+    seen, rows = {}, {}
+    for n in (SCORE_BATCH, 3, 1):
+        sizes: list[int] = []
+        seen[n] = reference_logprobs(model, tok.pad_token_id, states, batch_actions=n,
+                                     on_batch=lambda b: sizes.append(b.input_ids.shape[0]))
+        rows[n] = max(sizes)
+    assert rows == {SCORE_BATCH: 18, 3: 3, 1: 3}  # states stay whole: 3 actions at least
+    for n in (3, 1):
+        assert torch.allclose(torch.tensor(seen[n]), torch.tensor(seen[SCORE_BATCH]), atol=1e-5)
+
+
 def test_dpo_step_in_micro_batches_is_the_whole_batch_step(tok, grads):
     from dapo_bench.methods.dpo import DPOConfig, Pair, train_dpo
 

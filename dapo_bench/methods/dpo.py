@@ -136,12 +136,14 @@ def _encode(tok, pairs: list[Pair], max_length: int):
 
 @torch.no_grad()
 def reference_logprobs(ref, tok, pairs: list[Pair], cfg: DPOConfig, ledger: Ledger,
-                       stage: str) -> torch.Tensor:
-    """[P, 2] summed reference log-probs (chosen, rejected), charged as inference."""
+                       stage: str, micro_batch: int = 0) -> torch.Tensor:
+    """[P, 2] summed reference log-probs (chosen, rejected), charged as inference; in chunks
+    of ``micro_batch`` pairs when set (the logits of a chunk are what a pass holds)."""
     ref.eval()
     out = torch.zeros(len(pairs), 2)
-    for s in range(0, len(pairs), cfg.batch_size):
-        chunk = pairs[s : s + cfg.batch_size]
+    step = micro_batch or cfg.batch_size
+    for s in range(0, len(pairs), step):
+        chunk = pairs[s : s + step]
         b = _encode(tok, chunk, cfg.max_length)
         lp = sequence_logprobs(ref, b.to(ref.device)).float().cpu()
         out[s : s + len(chunk), 0] = lp[: len(chunk)]
@@ -156,7 +158,7 @@ def train_dpo(model, tok, pairs: list[Pair], cfg: DPOConfig, *, ledger: Ledger,
     """Train ``model`` in place on ``pairs``; pi_ref = ``model`` as it is on entry. Returns
     the loop's stats (history, counts)."""
     torch.manual_seed(seed)
-    ref_lp = reference_logprobs(model, tok, pairs, cfg, ledger, stage)
+    ref_lp = reference_logprobs(model, tok, pairs, cfg, ledger, stage, engine_cfg.micro_batch)
     engine = make_engine(model, cfg.optim, engine_cfg)
 
     def loss_fn(idx: list[int]) -> LossOut:

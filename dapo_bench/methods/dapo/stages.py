@@ -61,6 +61,15 @@ def _params(ctx: Any, cfg: Any, scorer: Any, salt: int, k: int) -> SamplingParam
     )
 
 
+# actions per scoring forward pass (log-probs of the actor's data): --micro-batch bounds it,
+# since a pass holds [actions x tokens x vocabulary] logits (256 x ~400 x 49k floats is 20 GB)
+SCORE_BATCH = 256
+
+
+def score_batch(ctx: Any) -> int:
+    return ctx.engine_cfg.micro_batch or SCORE_BATCH
+
+
 def _until(ctx: Any):
     """A budget stop for a sampling stage (None without a FLOP target: ranks run free)."""
     from dapo_bench.training import budget
@@ -278,8 +287,8 @@ def _reference(ctx, model, tok, sts, cfg, d: Path, policy: str, stage: str) -> d
             return ref
         ctx.log("actor: cached reference log-probs belong to other inputs; recomputing")
     lps, tokens = _scored(ctx, stage + ".reference", sts, lambda part, cb: reference_logprobs(
-        model, tok.pad_token_id, part, max_length=cfg.actor.max_length, on_batch=cb),
-        model, charge=False)
+        model, tok.pad_token_id, part, max_length=cfg.actor.max_length, on_batch=cb,
+        batch_actions=score_batch(ctx)), model, charge=False)
     ref = {"keys": [s["key"] for s in sts], "logprobs": lps, "tokens": tokens,
            "belongs_to": belongs}
     if dist.is_main():
@@ -315,7 +324,8 @@ def actor(ctx, cfg, policy, d: Path, stage: str) -> dict:
     after, diag_tokens = _scored(ctx, stage + ".diagnostic", sts, lambda part, cb:
                                  reference_logprobs(model, tok.pad_token_id, part,
                                                     max_length=cfg.actor.max_length,
-                                                    on_batch=cb), model, charge=False)
+                                                    on_batch=cb, batch_actions=score_batch(ctx)),
+                                 model, charge=False)
     flat = lambda xs: torch.tensor([x for row in xs for x in row])
     adv = torch.tensor([a["adv"] for s in sts for a in s["actions"]])
     _, final = dapo_actor_loss(flat(after), flat(ref["logprobs"]), adv, cfg.beta)
