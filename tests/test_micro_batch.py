@@ -161,7 +161,7 @@ def test_dapo_scoring_passes_take_micro_batches(tok):
     from dapo_bench.methods.dapo.actor import reference_logprobs
     from dapo_bench.methods.dapo.stages import SCORE_BATCH, score_batch
 
-    ctx = lambda mb: SimpleNamespace(engine_cfg=EngineConfig(micro_batch=mb))  # noqa: E731
+    ctx = lambda mb: SimpleNamespace(engine_cfg=EngineConfig(micro_batch=mb))
     assert score_batch(ctx(0)) == SCORE_BATCH and score_batch(ctx(4)) == 4
     states = [{"prompt_ids": _ids(tok, f"{i}+{i}\n"), "prefix_ids": _ids(tok, f"{i}+{i}="),
                "actions": [{"ids": _ids(tok, f"{2 * i}\n")}, {"ids": _ids(tok, f"{i}\n")},
