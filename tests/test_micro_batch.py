@@ -172,7 +172,7 @@ def test_dapo_scoring_passes_take_micro_batches(tok):
     for n in (SCORE_BATCH, 3, 1):
         sizes: list[int] = []
         seen[n] = reference_logprobs(model, tok.pad_token_id, states, batch_actions=n,
-                                     on_batch=lambda b: sizes.append(b.input_ids.shape[0]))
+                                     on_batch=lambda b, s=sizes: s.append(b.input_ids.shape[0]))
         rows[n] = max(sizes)
     assert rows == {SCORE_BATCH: 18, 3: 3, 1: 3}  # states stay whole: 3 actions at least
     for n in (3, 1):
