@@ -158,8 +158,8 @@ def test_dapo_scoring_passes_take_micro_batches(tok):
     passes of --micro-batch actions: a 135M model's 256-action pass asked for 29 GB."""
     from types import SimpleNamespace
 
-    from dapo_bench.methods.dapo.actor import reference_logprobs
-    from dapo_bench.methods.dapo.stages import SCORE_BATCH, score_batch
+    from dapo_bench.methods.dapo.actor import SCORE_BATCH, reference_logprobs
+    from dapo_bench.methods.dapo.stages import score_batch
 
     ctx = lambda mb: SimpleNamespace(engine_cfg=EngineConfig(micro_batch=mb))
     assert score_batch(ctx(0)) == SCORE_BATCH and score_batch(ctx(4)) == 4

@@ -106,13 +106,18 @@ def _encode(pad_id: int, states: Sequence[dict], idx: Sequence[int], max_length:
     return pack_pairs(ctx, act, pad_id=pad_id, max_length=max_length)
 
 
+# actions per scoring forward pass (no backward) unless --micro-batch bounds it: a pass holds
+# [actions x tokens x vocabulary] logits (256 x ~400 x 49k floats is 20 GB)
+SCORE_BATCH = 256
+
+
 @torch.no_grad()
 def reference_logprobs(
     model: Any,
     pad_id: int,
     states: Sequence[dict],
     *,
-    batch_actions: int = 256,
+    batch_actions: int = SCORE_BATCH,
     max_length: int = 4096,
     on_batch: Callable[[PairBatch], None] | None = None,
 ) -> list[list[float]]:

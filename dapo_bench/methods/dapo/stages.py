@@ -61,12 +61,10 @@ def _params(ctx: Any, cfg: Any, scorer: Any, salt: int, k: int) -> SamplingParam
     )
 
 
-# actions per scoring forward pass (log-probs of the actor's data): --micro-batch bounds it,
-# since a pass holds [actions x tokens x vocabulary] logits (256 x ~400 x 49k floats is 20 GB)
-SCORE_BATCH = 256
-
-
 def score_batch(ctx: Any) -> int:
+    """Actions per scoring pass of the actor's data: --micro-batch, else the default."""
+    from dapo_bench.methods.dapo.actor import SCORE_BATCH
+
     return ctx.engine_cfg.micro_batch or SCORE_BATCH
 
 
