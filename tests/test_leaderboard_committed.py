@@ -2,12 +2,14 @@
 paper's reference numbers are the ones read from the paper (with its known inconsistencies)."""
 
 import json
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from dapo_bench.leaderboard import default_specs, render
-from dapo_bench.leaderboard.spec import load_spec
+from dapo_bench.leaderboard.spec import load_spec, resolve
 
 ROOT = Path(__file__).resolve().parents[1]
 SPECS = default_specs(ROOT / "leaderboards")
@@ -32,6 +34,23 @@ def test_committed_outputs_rerender_identically(spec, tmp_path):
     if not same_mpl:
         pytest.skip(f"tables identical; PNGs not compared (rendered with matplotlib "
                     f"{committed['matplotlib']}, installed {matplotlib.__version__})")
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=[p.stem for p in SPECS])
+def test_committed_inputs_are_tracked_by_git(spec):
+    # A result file the manifest names but .gitignore hides renders here and fails on a clean
+    # clone (CI): the critic study's run directories once matched the weights rule `critic/`.
+    manifest = spec.with_name(f"{spec.stem}.manifest.json")
+    if not manifest.is_file() or shutil.which("git") is None or not (ROOT / ".git").exists():
+        pytest.skip("needs a rendered manifest and a git checkout")
+    loaded = load_spec(spec)
+    if loaded.inputs is None:
+        pytest.skip(f"{spec.name} reads no result files")
+    runs = resolve(loaded, loaded.inputs.dir).resolve()
+    names = [str((runs / rel).relative_to(ROOT)) for rel in json.loads(manifest.read_text())["inputs"]]
+    ignored = subprocess.run(["git", "check-ignore", "--no-index", *names], cwd=ROOT,
+                             capture_output=True, text=True).stdout.split()
+    assert not ignored, f"{spec.name} reads result files that .gitignore hides: {ignored}"
 
 
 def test_paper_numbers_and_printed_inconsistencies(tmp_path):
