@@ -24,6 +24,7 @@ Not covered: tensor/pipeline parallel groups (one data-parallel group), elastic 
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 from collections.abc import Iterator, Sequence
 from datetime import timedelta
@@ -143,6 +144,25 @@ def owns(chunk: int, rank_: int | None = None, world: int | None = None) -> bool
     """Whether chunk ``chunk`` of a sharded generation stage is this rank's (round robin)."""
     w = world_size() if world is None else world
     return chunk % w == (rank() if rank_ is None else rank_)
+
+
+def even_chunks(items: Sequence[T], chunk: int, world: int | None = None) -> list[list[T]]:
+    """``items`` cut in order into chunks of at most ``chunk``, their number a multiple of the
+    world size (as long as there are items for it) and their sizes within one of each other, so
+    round-robin ``owns`` gives every rank its share: 30 problems with ``chunk`` 64 on 2 ranks
+    are 2 chunks of 15, not one chunk of 30 that leaves rank 1 idle; 70 are 35 + 35, not
+    64 + 6. One process keeps plain chunks of ``chunk``. Only for work whose results do not depend on how it is cut (eval: per-sample
+    seeds; the training stages seed each chunk by its index and keep their ``gen_chunk``)."""
+    w = world_size() if world is None else world
+    n, chunk = len(items), max(chunk, 1)
+    if n == 0:
+        return []
+    if w == 1:  # one process: plain chunks of ``chunk`` (the last one the rest)
+        return [list(items[i : i + chunk]) for i in range(0, n, chunk)]
+    k = (n + chunk - 1) // chunk  # chunks of at most ``chunk``
+    k = min(n, (k + w - 1) // w * w)  # rounded up to a multiple of the world, an item each
+    bounds = [(i * n + k - 1) // k for i in range(k + 1)]  # ceil: the larger chunks first
+    return [list(items[a:b]) for a, b in itertools.pairwise(bounds)]
 
 
 def map_shards(items: Sequence[Any], fn: Any) -> list[Any]:

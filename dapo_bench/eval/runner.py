@@ -12,8 +12,10 @@ give the same samples). ``results.json`` is written at the end (schema: dapo_ben
 with the average of every registered suite whose tasks all ran.
 
 Several ranks (``torchrun``): chunk k of a task's pending problems is generated and verified by
-rank ``k % world`` (each rank with its own generator, on its own GPU where there are GPUs);
-the rows are merged in problem order, so the samples and the results are one process's.
+rank ``k % world``, each rank with its own generator (on its own GPU where there are GPUs);
+chunks shrink below ``chunk`` so that their number is a multiple of the world size (a
+30-problem task on 2 ranks is two chunks of 15, not one that leaves rank 1 idle); the rows are merged in problem order, so the samples and
+the results are one process's.
 
 Not covered: truncating prompts longer than the model's context; several models in one call.
 """
@@ -113,8 +115,7 @@ def _run_task(task, gen, store, params, chunk, progress, verifiers) -> tuple[lis
     vinfo = {"name": getattr(verifier, "name", task.spec.verifier.name),
              "version": str(getattr(verifier, "version", "")),
              "options": dict(task.spec.verifier.options)}
-    for k, start in enumerate(range(0, len(pending), chunk)):
-        probs = pending[start : start + chunk]
+    for k, probs in enumerate(dist.even_chunks(pending, chunk)):
         if not dist.owns(k):  # several ranks: chunk k is rank k % world's
             continue
         t0 = time.perf_counter()
