@@ -3,7 +3,8 @@
 - DAPO: both ranks generate (rollouts, MC labels, evals), the merged artifacts are byte for
   byte one process's, the critic and actor train data parallel and end with the same weights;
 - a run killed in the MC stage resumes per shard: finished chunks are not generated again;
-- GRPO and PPO sample on both ranks and take the same first update as one process.
+- GRPO and PPO sample on both ranks and take the same first update as one process;
+- `dapo-bench eval` of a 6-problem task gives each rank 3 and the samples of one process.
 """
 
 import signal
@@ -160,3 +161,19 @@ def test_online_methods_on_two_ranks_take_one_process_first_update(model_dir, tm
     h2, h1 = res["history"][0], one["history"][0]
     assert h2["rows"] == h1["rows"] and h2["reward"] == pytest.approx(h1["reward"])
     _same_weights(tmp_path / "two" / "policy", tmp_path / "one" / "policy")
+
+
+def test_eval_on_two_ranks_gives_each_rank_half_of_a_small_task(model_dir, tmp_path):
+    # 6 problems and the default chunk of 64: one chunk left rank 1 idle before chunks were cut
+    # evenly over the ranks; the merged samples are one process's
+    from dapo_bench.eval import evaluate
+
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
+           "-m", "dapo_bench.cli", "eval", "--tasks", "arith", "--limit", "6", "--model",
+           model_dir, "--max-new-tokens", "6", "--threads", "1", "--quiet", "--out",
+           str(tmp_path), "--run-id", "two"]
+    run = _run(cmd)
+    for r in (0, 1):
+        assert f"arith (rank {r}/2): done (3/3 problems)" in run.stderr, run.stderr[-2000:]
+    evaluate(model_dir, ["arith"], run_dir=tmp_path / "one", limit=6, max_new_tokens=6)
+    assert _untimed(tmp_path / "two" / "samples.jsonl") == _untimed(tmp_path / "one" / "samples.jsonl")

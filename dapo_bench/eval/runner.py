@@ -108,16 +108,20 @@ def _run_task(task, gen, store, params, chunk, progress, verifiers) -> tuple[lis
     that made them, verifier info. ``verifiers`` caches one verifier instance per (name,
     options) across tasks."""
     pending = [p for p in task.problems if store.get(task.name, p.id) is None]
-    bar = progress.start(task.name, total=len(task.problems), done=len(task.problems) - len(pending))
+    mine = [c for k, c in enumerate(dist.even_chunks(pending, chunk)) if dist.owns(k)]
+    if dist.world_size() > 1:  # a rank reports its own share of what is left (not "15/30 done")
+        bar = progress.start(f"{task.name} (rank {dist.rank()}/{dist.world_size()})",
+                             total=sum(map(len, mine)), done=0)
+    else:
+        bar = progress.start(task.name, total=len(task.problems),
+                             done=len(task.problems) - len(pending))
     if task.verifier_key not in verifiers:
         verifiers[task.verifier_key] = task.make_verifier()
     verifier = verifiers[task.verifier_key]
     vinfo = {"name": getattr(verifier, "name", task.spec.verifier.name),
              "version": str(getattr(verifier, "version", "")),
              "options": dict(task.spec.verifier.options)}
-    for k, probs in enumerate(dist.even_chunks(pending, chunk)):
-        if not dist.owns(k):  # several ranks: chunk k is rank k % world's
-            continue
+    for probs in mine:  # several ranks: chunk k is rank k % world's
         t0 = time.perf_counter()
         prompts = [task.prompt(p, gen.tokenizer) for p in probs]
         comps = gen.generate(prompts, params)
