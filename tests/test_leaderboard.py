@@ -133,9 +133,9 @@ def test_seeds_table_cells_bold_n_notes(md):
     assert _row(t, "Base (reference policy)") == ["55.0 ± 1.1", "–", "25.0 ± 1.4", "–", "–", "–"]
     # DAPO: 64.0, 61.0, 65.5 -> 63.5, sd 2.29, se 1.32; best accuracy, so bold
     dapo = _row(t, "DAPO (MC values; Liu et al., step-level)")
-    assert dapo == ["**63.5** ± 1.3 (+8.5)", "2.0 ± 0.6", "**30.7** ± 0.9 (+5.7)", "1.5 ± 0.6",
+    assert dapo == ["**63.5** ± 1.3 (+8.5)", "+2.0 ± 0.6", "**30.7** ± 0.9 (+5.7)", "+1.5 ± 0.6",
                     "3.39e+09", "1.027"]
-    assert _row(t, "GRPO")[:2] == ["62.0 ± 1.1 (+7.0)", "**7.2** ± 0.8"]  # one seed: own se
+    assert _row(t, "GRPO")[:2] == ["62.0 ± 1.1 (+7.0)", "**+7.2** ± 0.8"]  # one seed: own se
     assert _row(t, "DAPO (critic; Liu et al., step-level)")[0] == "61.5 ± 1.5 (+6.5)"
     assert _row(t, "n")[:4] == ["2000", "2000", "1000", "1000"]
     assert ("- DAPO (MC values; Liu et al., step-level): 3 seeds (0, 1, 2); paired gain ID "
@@ -164,10 +164,10 @@ def test_critic_table_fields_and_gains(md, cells):
         assert float(got["flops"]["value"]) == _flops(tokens)
     t = _section(md, "critic")
     assert _row(t, "DAPO (critic), critic 1x, 1 epoch") == [
-        "-0.028", "0.1450", "0.160", "5", "-0.2 ± 0.4", "0.1 ± 0.8", "3.30e+09"]
-    assert _row(t, "DAPO (critic), critic 4x, 1 epoch")[4] == "**1.1** ± 0.4"  # best gain ID
+        "-0.028", "0.1450", "0.160", "5", "-0.2 ± 0.4", "+0.1 ± 0.8", "3.30e+09"]
+    assert _row(t, "DAPO (critic), critic 4x, 1 epoch")[4] == "**+1.1** ± 0.4"  # best gain ID
     assert _row(t, "DAPO (critic), critic 4x, 4 epochs + step labels")[:6] == [
-        "+0.150", "0.1200", "0.060", "93", "0.9 ± 0.4", "**1.6** ± 0.8"]
+        "+0.150", "0.1200", "0.060", "93", "+0.9 ± 0.4", "**+1.6** ± 0.8"]
     assert _row(t, "DAPO (MC values), the default run: critic 1x, 1 epoch (trained, not used)"
                 )[3] == "1,342"  # a field column: formatted, not ranked (no bold)
     assert cells["critic", "c1x_e4", "skill"]["kind"] == "missing"

@@ -54,10 +54,10 @@ def test_seed_rows_mean_sem_and_per_seed_gains(tmp_path):
     # mean of 62, 60, 64 = 62.0; sd 2.0, standard error 2 / sqrt(3) = 1.15
     assert dapo[0] == f"**62.0** ± {2 / math.sqrt(3):.1f} (+7.0)"
     # gains 2, 1, 3 points: mean 2.0, sd 1.0, sem 0.58
-    assert dapo[1] == f"**2.0** ± {1 / math.sqrt(3):.1f}"
+    assert dapo[1] == f"**+2.0** ± {1 / math.sqrt(3):.1f}"
     assert "DAPO: 3 seeds (0, 1, 2); gain ID per seed +2.0 ± 0.6, +1.0 ± 0.5, +3.0 ± 0.7." in md
     # one seed: its own paired stderr, and the note says it is one seed
-    assert _row(md, "GRPO")[1] == "1.5 ± 0.4"
+    assert _row(md, "GRPO")[1] == "+1.5 ± 0.4"
     assert "GRPO: 1 seed (0); gain ID per seed +1.5 ± 0.4." in md
     assert _row(md, "Base")[1] == "–"  # the reference has no gain over itself
     again = tmp_path / "again"

@@ -64,7 +64,7 @@ def _parts(cell: Cell, col: OutColumn, d: int) -> tuple[str, str, str]:
         return fmt_field(cell.value, col.format), "", ""
     se = "" if cell.stderr is None else fmt_number(cell.stderr, d)
     delta = "" if cell.delta is None else f"({fmt_delta(cell.delta, d)})"
-    return fmt_number(cell.value, d), se, delta
+    return (fmt_delta if col.signed else fmt_number)(cell.value, d), se, delta
 
 
 def _italic(t: OutTable, r: OutRow) -> bool:

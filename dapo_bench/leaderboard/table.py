@@ -53,6 +53,7 @@ class OutColumn:
     kind: str  # "pct" | "field"
     format: str | None = None
     group: str | None = None
+    signed: bool = False  # a gain column: "+0.4", like a delta
 
 
 @dataclass
@@ -204,7 +205,8 @@ def build_table(spec: S.Spec, t: S.Table, runs: list[Run],
                      if c.id in row.cells and row.cells[c.id].n is not None})
         if ns:
             n_row[c.id] = "/".join(str(n) for n in ns)
-    cols = [OutColumn(c.id, c.label or c.id, _col_kind(c), c.format, c.group) for c in t.columns]
+    cols = [OutColumn(c.id, c.label or c.id, _col_kind(c), c.format, c.group, c.gain is not None)
+            for c in t.columns]
     return OutTable(t.id, t.title or t.id, t.caption, t.decimals, cols, rows, n_row, notes,
                     provenance(t, used), sorted({u.path for u in used}))
 
