@@ -175,5 +175,7 @@ def test_eval_on_two_ranks_gives_each_rank_half_of_a_small_task(model_dir, tmp_p
     run = _run(cmd)
     for r in (0, 1):
         assert f"arith (rank {r}/2): done (3/3 problems)" in run.stderr, run.stderr[-2000:]
+    assert run.stderr.count("(the same command resumes it)") == 1  # rank 0 speaks for the run
+    assert run.stdout.count("arith") == 1  # one summary table
     evaluate(model_dir, ["arith"], run_dir=tmp_path / "one", limit=6, max_new_tokens=6)
     assert _untimed(tmp_path / "two" / "samples.jsonl") == _untimed(tmp_path / "one" / "samples.jsonl")

@@ -59,6 +59,7 @@ def register(app: typer.Typer) -> None:
         """Evaluate a model: runs/<run-id>/results.json + samples.jsonl (rerun to resume)."""
         from rich.console import Console
 
+        from dapo_bench import dist
         from dapo_bench.errors import UserError
         from dapo_bench.eval import default_run_id, evaluate
         from dapo_bench.eval.report import summary_table
@@ -90,7 +91,9 @@ def register(app: typer.Typer) -> None:
             names, model, backend, n, temperature, top_p, max_new_tokens, seed, limit,
             data_dir, files), suite)
         run_dir = out / rid
-        print(f"run {rid} -> {run_dir} (the same command resumes it)", file=sys.stderr)
+        main = dist.is_main()  # several ranks: one of them speaks for the run
+        if main:
+            print(f"run {rid} -> {run_dir} (the same command resumes it)", file=sys.stderr)
         quiet_accelerator_probe()
         results = evaluate(
             model, names, run_dir=run_dir, n=n, temperature=temperature, top_p=top_p,
@@ -100,8 +103,9 @@ def register(app: typer.Typer) -> None:
             if backend == "hf" else None,
             config={"suite": suite, "tasks": names, "command": "eval"},
         )
-        Console().print(summary_table(results))
-        Console(stderr=True).print(f"wrote {run_dir / 'results.json'} and samples.jsonl")
+        if main:
+            Console().print(summary_table(results))
+            Console(stderr=True).print(f"wrote {run_dir / 'results.json'} and samples.jsonl")
 
 
 def _settings(names, model, backend, n, temperature, top_p, max_new_tokens, seed, limit,
