@@ -177,5 +177,7 @@ def test_eval_on_two_ranks_gives_each_rank_half_of_a_small_task(model_dir, tmp_p
         assert f"arith (rank {r}/2): done (3/3 problems)" in run.stderr, run.stderr[-2000:]
     assert run.stderr.count("(the same command resumes it)") == 1  # rank 0 speaks for the run
     assert run.stdout.count("arith") == 1  # one summary table
+    again = _run(cmd)  # resumed: rank 0 reports what the log already holds
+    assert "arith (rank 0/2): 6/6 problems already done, resuming" in again.stderr
     evaluate(model_dir, ["arith"], run_dir=tmp_path / "one", limit=6, max_new_tokens=6)
     assert _untimed(tmp_path / "two" / "samples.jsonl") == _untimed(tmp_path / "one" / "samples.jsonl")

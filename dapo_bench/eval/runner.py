@@ -109,9 +109,10 @@ def _run_task(task, gen, store, params, chunk, progress, verifiers) -> tuple[lis
     options) across tasks."""
     pending = [p for p in task.problems if store.get(task.name, p.id) is None]
     mine = [c for k, c in enumerate(dist.even_chunks(pending, chunk)) if dist.owns(k)]
-    if dist.world_size() > 1:  # a rank reports its own share of what is left (not "15/30 done")
+    if dist.world_size() > 1:  # a rank reports its own share of what is left (not "15/30 done");
+        resumed = len(task.problems) - len(pending) if dist.is_main() else 0  # rank 0: the log's
         bar = progress.start(f"{task.name} (rank {dist.rank()}/{dist.world_size()})",
-                             total=sum(map(len, mine)), done=0)
+                             total=sum(map(len, mine)) + resumed, done=resumed)
     else:
         bar = progress.start(task.name, total=len(task.problems),
                              done=len(task.problems) - len(pending))
