@@ -151,8 +151,9 @@ def even_chunks(items: Sequence[T], chunk: int, world: int | None = None) -> lis
     world size (as long as there are items for it) and their sizes within one of each other, so
     round-robin ``owns`` gives every rank its share: 30 problems with ``chunk`` 64 on 2 ranks
     are 2 chunks of 15, not one chunk of 30 that leaves rank 1 idle; 70 are 35 + 35, not
-    64 + 6. One process keeps plain chunks of ``chunk``. Only for work whose results do not depend on how it is cut (eval: per-sample
-    seeds; the training stages seed each chunk by its index and keep their ``gen_chunk``)."""
+    64 + 6. One process keeps plain chunks of ``chunk``. Only for work whose results do not
+    depend on how it is cut (eval: per-sample seeds; the training stages seed each chunk by its
+    index and keep their ``gen_chunk``)."""
     w = world_size() if world is None else world
     n, chunk = len(items), max(chunk, 1)
     if n == 0:

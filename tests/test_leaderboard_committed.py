@@ -47,7 +47,8 @@ def test_committed_inputs_are_tracked_by_git(spec):
     if loaded.inputs is None:
         pytest.skip(f"{spec.name} reads no result files")
     runs = resolve(loaded, loaded.inputs.dir).resolve()
-    names = [str((runs / rel).relative_to(ROOT)) for rel in json.loads(manifest.read_text())["inputs"]]
+    inputs = json.loads(manifest.read_text())["inputs"]
+    names = [str((runs / rel).relative_to(ROOT)) for rel in inputs]
     if not names:
         pytest.skip(f"{spec.name} has no committed result files yet")
     # check-ignore exits 0 when some path is ignored, 1 when none is, 128 on an error.

@@ -14,8 +14,8 @@ with the average of every registered suite whose tasks all ran.
 Several ranks (``torchrun``): chunk k of a task's pending problems is generated and verified by
 rank ``k % world``, each rank with its own generator (on its own GPU where there are GPUs);
 chunks shrink below ``chunk`` so that their number is a multiple of the world size (a
-30-problem task on 2 ranks is two chunks of 15, not one that leaves rank 1 idle); the rows are merged in problem order, so the samples and
-the results are one process's.
+30-problem task on 2 ranks is two chunks of 15, not one that leaves rank 1 idle); the rows
+are merged in problem order, so the samples and the results are one process's.
 
 Not covered: truncating prompts longer than the model's context; several models in one call.
 """
@@ -109,8 +109,8 @@ def _run_task(task, gen, store, params, chunk, progress, verifiers) -> tuple[lis
     options) across tasks."""
     pending = [p for p in task.problems if store.get(task.name, p.id) is None]
     mine = [c for k, c in enumerate(dist.even_chunks(pending, chunk)) if dist.owns(k)]
-    if dist.world_size() > 1:  # a rank reports its own share of what is left (not "15/30 done");
-        resumed = len(task.problems) - len(pending) if dist.is_main() else 0  # rank 0: the log's
+    if dist.world_size() > 1:  # each rank reports its own share; rank 0 also what was resumed
+        resumed = len(task.problems) - len(pending) if dist.is_main() else 0
         bar = progress.start(f"{task.name} (rank {dist.rank()}/{dist.world_size()})",
                              total=sum(map(len, mine)) + resumed, done=resumed)
     else:
@@ -122,7 +122,7 @@ def _run_task(task, gen, store, params, chunk, progress, verifiers) -> tuple[lis
     vinfo = {"name": getattr(verifier, "name", task.spec.verifier.name),
              "version": str(getattr(verifier, "version", "")),
              "options": dict(task.spec.verifier.options)}
-    for probs in mine:  # several ranks: chunk k is rank k % world's
+    for probs in mine:  # several ranks: this rank's chunks (k % world == rank)
         t0 = time.perf_counter()
         prompts = [task.prompt(p, gen.tokenizer) for p in probs]
         comps = gen.generate(prompts, params)
