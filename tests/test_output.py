@@ -77,7 +77,7 @@ def test_sample_groups_reports_logged_chunks_as_resumed(tmp_path):
     gen = HFGenerator(ARITH_REF, batch_size=16, threads=1)
     reqs = [Request(f"k{i}", f"p{i}", f"{i}+{i}=") for i in range(6)]
     params = SamplingParams(temperature=1.0, max_new_tokens=4, seed=0)
-    score = lambda texts, ids: [0.0] * len(texts)
+    score = lambda texts, ids, finished: [0.0] * len(texts)
     with ResumableLog(tmp_path / "log.jsonl") as log:  # a first run did 2 chunks of 2
         sample_groups(gen, reqs[:4], 1, score, params=params, chunk_size=2, log=log)
     calls = []

@@ -201,7 +201,7 @@ def test_grpo_ppo_batches_hold_the_generated_ids(bpe_dir):
     tok = gen.tokenizer
     prompts = {f"p{i}": encode_prompt(tok, f"{i}+{i}\n") for i in range(3)}
     reqs = [Request(k, k, v) for k, v in prompts.items()]
-    groups = sample_groups(gen, reqs, 2, lambda texts, ids: [0.5] * len(texts),
+    groups = sample_groups(gen, reqs, 2, lambda texts, ids, finished: [0.5] * len(texts),
                            params=SamplingParams(temperature=1.0, max_new_tokens=12, seed=3),
                            chunk_size=3)
     rb = groups_to_batch(tok, prompts, groups, max_length=64)

@@ -9,7 +9,11 @@ A verifier is registered under a name with a class exposing::
     def verify_batch(self, predictions, golds) -> list[Verdict]   # in order; may use a pool
     def close(self) -> None        # release workers
 
-``Verdict.reason`` vocabulary: "ok" (passed), "wrong_answer", "no_answer", "timeout",
+The math verifier's ``verify_batch`` also takes ``finished`` (one flag per prediction, False
+for a response cut off at the token cap; ``Task.score`` passes it for math tasks).
+
+``Verdict.reason`` vocabulary: "ok" (passed), "wrong_answer", "no_answer", "truncated" (math:
+cut off at the cap with no marked answer), "timeout",
 "too_large", "parse_error", "sandbox_error", and the code verifier's per-test statuses
 ("runtime_error", "time_limit", "memory_limit", "output_limit").
 """

@@ -7,7 +7,9 @@ The output file is written atomically at the end: an interrupted run leaves no p
 Math: short answers and full responses may be mixed in one file, no flag needed (the
 verifier detects a bare answer); each line's ``extracted`` is the text taken as the answer,
 and with ``--explain`` the line also says how it was found (``answer_from``) and which rule
-decided (``rule``).
+decided (``rule``). A line may carry ``finish_reason`` (``stop`` or ``length``, as an eval's
+samples do): a ``length`` response was cut off at the token cap and is credited only for a
+boxed answer or one after an answer phrase (reason ``truncated`` otherwise).
 """
 
 from __future__ import annotations
@@ -61,7 +63,7 @@ def register(app: typer.Typer) -> None:
                 raise UserError(f"{flag} must be > 0, got {val:g}")
         if out is not None:  # before the work: not the input, not a directory, writable
             check_out_file(out, inputs=[file])
-        preds, golds = [], []
+        preds, golds, finished = [], [], []
         for i, row in iter_jsonl_lines(file):
             for f in (pf, gf):
                 if f not in row:
@@ -73,13 +75,19 @@ def register(app: typer.Typer) -> None:
                 from dapo_bench.verifiers.code.formats import parse_tests
 
                 parse_tests(row[gf], f"{file}:{i}: field {gf!r}")
+            reason = row.get("finish_reason", "stop")
+            if reason not in ("stop", "length"):
+                raise UserError(f"{file}:{i}: field 'finish_reason' must be \"stop\" or "
+                                f"\"length\", got {json.dumps(reason)[:40]}")
             preds.append(row[pf])
             golds.append(row[gf])
+            finished.append(reason == "stop")
         opts = {k: v for k, v in (("timeout", timeout), ("workers", workers)) if v is not None}
         v = cls(**opts)
         t0 = time.perf_counter()
         try:
-            verdicts = v.verify_batch(preds, golds)
+            verdicts = (v.verify_batch(preds, golds, finished=finished) if verifier == "math"
+                        else v.verify_batch(preds, golds))
         finally:
             v.close()
         wall = time.perf_counter() - t0

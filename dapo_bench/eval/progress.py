@@ -15,6 +15,7 @@ from typing import Any
 
 class Progress:
     def __init__(self, quiet: bool = False):
+        self.quiet = quiet
         self.plain = quiet or not sys.stderr.isatty()
         self._rich: Any = None
         self._state: dict[Any, list] = {}
@@ -70,6 +71,13 @@ class Progress:
             new = f", {st[1] - st[2]} new" if st[2] else ""
             self._log(f"{bar}: done ({st[1]}/{st[0]} {st[5]}{new}) in "
                       f"{time.perf_counter() - st[3]:.1f}s")
+
+    def note(self, msg: str) -> None:
+        """One line on stderr (nothing when quiet)."""
+        if self._rich is not None:
+            self._rich.console.print(msg, highlight=False)
+        elif not self.quiet:
+            self._log(msg)
 
     def close(self) -> None:
         if self._rich is not None:

@@ -9,7 +9,9 @@ verified and appended to ``samples.jsonl`` before the next chunk starts, so a ki
 at most one chunk of work and a rerun with the same run directory and settings generates only
 what is missing (the hf backend's per-sample seeds do not depend on batching, so resumed runs
 give the same samples). ``results.json`` is written at the end (schema: dapo_bench.results),
-with the average of every registered suite whose tasks all ran.
+with the average of every registered suite whose tasks all ran. A rerun after the task's
+verifier got a new version (same options) re-verifies the logged samples from their text and
+finish_reason, without generating them again, and reports the new verdicts.
 
 Several ranks (``torchrun``): chunk k of a task's pending problems is generated and verified by
 rank ``k % world``, each rank with its own generator (on its own GPU where there are GPUs);
@@ -90,6 +92,10 @@ def check_not_shrinking(run_dir: str | os.PathLike, sizes: dict[str, int]) -> No
                         f"problems); use another --run-id")
 
 
+def _verdict_fields(v) -> dict:
+    return {"extracted": v.extracted, "passed": bool(v.passed), "reason": v.reason}
+
+
 def _sample_row(task: Task, problem, prompt: str, comps, verdicts, seconds: float) -> dict:
     return {
         "task": task.name, "task_hash": task.spec.hash, "id": problem.id,
@@ -97,16 +103,46 @@ def _sample_row(task: Task, problem, prompt: str, comps, verdicts, seconds: floa
         "gold": problem.gold, "subjects": problem.subjects,
         "samples": [
             {"text": c.text, "n_tokens": c.n_tokens, "finish_reason": c.finish_reason,
-             "extracted": v.extracted, "passed": bool(v.passed), "reason": v.reason}
+             **_verdict_fields(v)}
             for c, v in zip(comps, verdicts)
         ],
     }
+
+
+def _reverify(task: Task, store: SampleStore, verifier: Any, chunk: int,
+              progress: Progress) -> None:
+    """Verify ``task``'s logged samples again with the current version of its verifier (the
+    store found them made with an older one): from their text and finish_reason, each rank
+    its share of the problems; rows keep their ``seconds`` (the generation's)."""
+    old, new = store.stale[task.name]
+    logged = [p for p in task.problems if store.get(task.name, p.id) is not None]
+    progress.note(f"{task.name}: re-verifying the {len(logged)} logged problems with verifier "
+                  f"{task.spec.verifier.name} {new} (they were verified by {old}); no "
+                  f"generation")
+    for k, probs in enumerate(dist.even_chunks(logged, chunk)):
+        if not dist.owns(k):
+            continue
+        rows = [store.get(task.name, p.id) for p in probs]
+        flat = [(p, s) for p, r in zip(probs, rows) for s in r["samples"]]
+        verdicts = iter(task.score(verifier, [s["text"] for _, s in flat], [p for p, _ in flat],
+                                   [s["finish_reason"] == "stop" for _, s in flat]))
+        for r in rows:
+            store.add({**r, "samples": [{**s, **_verdict_fields(next(verdicts))}
+                                        for s in r["samples"]]})
+    store.sync()
+    if len(logged) == store.count(task.name):  # else rows beyond this run's problems stay old
+        store.reverified(task.name)
 
 
 def _run_task(task, gen, store, params, chunk, progress, verifiers) -> tuple[list, float, dict]:
     """Rows of every problem of ``task`` (logged ones reused), seconds spent over all the runs
     that made them, verifier info. ``verifiers`` caches one verifier instance per (name,
     options) across tasks."""
+    if task.verifier_key not in verifiers:
+        verifiers[task.verifier_key] = task.make_verifier()
+    verifier = verifiers[task.verifier_key]
+    if task.name in store.stale:
+        _reverify(task, store, verifier, chunk, progress)
     pending = [p for p in task.problems if store.get(task.name, p.id) is None]
     mine = [c for k, c in enumerate(dist.even_chunks(pending, chunk)) if dist.owns(k)]
     if dist.world_size() > 1:  # each rank reports its own share; rank 0 also what was resumed
@@ -116,9 +152,6 @@ def _run_task(task, gen, store, params, chunk, progress, verifiers) -> tuple[lis
     else:
         bar = progress.start(task.name, total=len(task.problems),
                              done=len(task.problems) - len(pending))
-    if task.verifier_key not in verifiers:
-        verifiers[task.verifier_key] = task.make_verifier()
-    verifier = verifiers[task.verifier_key]
     vinfo = {"name": getattr(verifier, "name", task.spec.verifier.name),
              "version": str(getattr(verifier, "version", "")),
              "options": dict(task.spec.verifier.options)}
@@ -128,7 +161,8 @@ def _run_task(task, gen, store, params, chunk, progress, verifiers) -> tuple[lis
         comps = gen.generate(prompts, params)
         texts = [c.text for cs in comps for c in cs]
         flat = [p for p in probs for _ in range(params.n)]
-        verdicts = task.score(verifier, texts, flat)
+        verdicts = task.score(verifier, texts, flat,
+                              [c.finish_reason == "stop" for cs in comps for c in cs])
         share = (time.perf_counter() - t0) / len(probs)
         for i, (p, prompt) in enumerate(zip(probs, prompts)):
             vs = verdicts[i * params.n : (i + 1) * params.n]

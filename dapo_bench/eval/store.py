@@ -15,7 +15,14 @@ reuses every logged problem whose row is unchanged and generates only the missin
 other settings or other data it stops with a UserError naming the flag or field that differs
 (and the problem id) rather than mixing samples. Settings bind only once a sample exists: a
 run rejected before its first sample leaves nothing that refuses the corrected command. A line
-cut short by a kill is dropped and its problem redone.
+cut short by a kill is dropped and its problem redone. When a problem has several lines, the
+last one counts (a re-verified row is appended after the row it replaces).
+
+A newer version of the same verifier with the same options is not a different setting: the
+task is listed in :attr:`SampleStore.stale` and the runner re-verifies its logged samples
+(their text and finish_reason, no generation) before going on; its fingerprint keeps the old
+version until :meth:`SampleStore.reverified` records the new one, so a run killed midway
+re-verifies again.
 
 Several ranks: each rank appends its problems to its own shard (``samples.rank<r>.jsonl``); a
 store reads the merged file and every shard, :meth:`SampleStore.sync` (a collective) makes every
@@ -64,18 +71,25 @@ class SampleStore:
         self.run_dir = Path(run_dir)
         self.path = self.run_dir / SAMPLES
         self.rows: dict[tuple[str, str], dict] = {}
+        self.stale: dict[str, tuple[str, str]] = {}  # task -> (old, new) verifier version
         self._read()
-        cfg_path = self.run_dir / CONFIG
-        if cfg_path.exists():
-            old = read_json(cfg_path)
+        self._cfg_path = self.run_dir / CONFIG
+        self._pending_fp: dict[str, dict] = {}
+        if self._cfg_path.exists():
+            old = read_json(self._cfg_path)
             if self.rows:  # settings bind only once samples exist (a rejected run binds nothing)
-                self._check(cfg_path, old, fingerprint, problems or {})
-            fingerprint = {**fingerprint, "tasks": {**old.get("tasks", {}),
-                                                    **fingerprint.get("tasks", {})}}
+                self._check(self._cfg_path, old, fingerprint, problems or {})
+            tasks = {**old.get("tasks", {}), **fingerprint.get("tasks", {})}
+            for name in self.stale:  # the old version until its rows are re-verified
+                self._pending_fp[name] = tasks[name]
+                tasks[name] = old["tasks"][name]
+            fingerprint = {**fingerprint, "tasks": tasks}
+        self._fingerprint = fingerprint
         if dist.is_main():
-            atomic_write_json(cfg_path, fingerprint)
+            atomic_write_json(self._cfg_path, fingerprint)
         dist.barrier()
         self._log: JsonlAppender | None = None
+        self._replaced = False
 
     def _check(self, cfg_path: Path, old: dict, new: dict,
                problems: dict[str, dict[str, str]]) -> None:
@@ -93,6 +107,11 @@ class SampleStore:
                 continue
             if not isinstance(was, dict):  # written by an older dapo-bench
                 raise UserError(f"{where} an older dapo-bench (task {name}); use a new run")
+            v_old, v_new = dict(was.get("verifier") or {}), dict(fp.get("verifier") or {})
+            if v_old.pop("version", None) != v_new.pop("version", None) and v_old == v_new:
+                self.stale[name] = (str(was["verifier"].get("version")),
+                                    str(fp["verifier"].get("version")))
+                was = {**was, "verifier": fp["verifier"]}
             for k, what in TASK_FIELDS.items():
                 if was.get(k) != fp.get(k):
                     raise UserError(f"{where} other settings (task {name}: {what} differs: "
@@ -114,7 +133,7 @@ class SampleStore:
         for p in [self.path, *self._shards()]:
             if p.exists():
                 for row in iter_jsonl(p, allow_partial_tail=True):
-                    self.rows.setdefault((row["task"], str(row["id"])), row)
+                    self.rows[(row["task"], str(row["id"]))] = row  # the last line counts
 
     def sync(self) -> None:
         """Every rank sees every rank's rows (a collective; a no-op in one process)."""
@@ -126,14 +145,31 @@ class SampleStore:
     def merge(self, order: list[tuple[str, str]]) -> None:
         """Write ``samples.jsonl`` from the shards in ``order`` (rank 0; a collective)."""
         self.sync()
-        if dist.is_main() and self._shards():
+        # several ranks: any rank's new row is in a shard; one process: a replaced row was
+        # appended after the row it replaces
+        if dist.is_main() and (self._shards() or self._replaced):
             atomic_write_jsonl(self.path, [self.rows[k] for k in order if k in self.rows])
             for p in self._shards():
                 p.unlink()
+        self._replaced = False
         dist.barrier()
+
+    def reverified(self, task: str) -> None:
+        """Every logged row of ``task`` is re-verified (and synced): record the new verifier
+        version in the fingerprint (a collective)."""
+        if task in self.stale:
+            self._fingerprint["tasks"][task] = self._pending_fp.pop(task)
+            del self.stale[task]
+            if dist.is_main():
+                atomic_write_json(self._cfg_path, self._fingerprint)
+            dist.barrier()
 
     def get(self, task: str, pid: str) -> dict | None:
         return self.rows.get((task, pid))
+
+    def count(self, task: str) -> int:
+        """Logged problems of ``task``."""
+        return sum(1 for t, _ in self.rows if t == task)
 
     def add(self, row: dict) -> None:
         if self._log is None:
@@ -141,7 +177,9 @@ class SampleStore:
                 self.run_dir / f"samples.rank{dist.rank()}.jsonl")
             self._log = JsonlAppender(own)
         self._log.write(row)
-        self.rows[(row["task"], str(row["id"]))] = row
+        key = (row["task"], str(row["id"]))
+        self._replaced |= key in self.rows
+        self.rows[key] = row
 
     def close(self) -> None:
         if self._log is not None:

@@ -97,8 +97,10 @@ class Scorer:
         self._cm = task.verifier()
         self._verifier = self._cm.__enter__()
 
-    def __call__(self, texts: list[str], problem_ids: list[str]) -> list:
-        return self.task.score(self._verifier, texts, [self._by_id[i] for i in problem_ids])
+    def __call__(self, texts: list[str], problem_ids: list[str],
+                 finished: list[bool] | None = None) -> list:
+        return self.task.score(self._verifier, texts, [self._by_id[i] for i in problem_ids],
+                               finished)
 
     def close(self) -> None:
         self._cm.__exit__(None, None, None)

@@ -128,12 +128,20 @@ class Task:
             return "\n".join(imports + [program])
         return program
 
-    def score(self, verifier: Any, texts: list[str], problems: list[Problem]) -> list:
-        """Verdicts for completions ``texts[i]`` of ``problems[i]``, in order."""
+    def score(self, verifier: Any, texts: list[str], problems: list[Problem],
+              finished: list[bool] | None = None) -> list:
+        """Verdicts for completions ``texts[i]`` of ``problems[i]``, in order. ``finished[i]``
+        False: completion i was cut off at the token cap; a math answer then counts only when
+        it is marked (boxed or after an answer phrase; see the math verifier). A code
+        completion is judged by running its program either way (a program that passes its
+        tests passes, whatever prose the cap cut off after it)."""
         if len(texts) != len(problems):
             raise ValueError("texts and problems differ in length")
         preds = [self.prediction(t, p) for t, p in zip(texts, problems)]
-        return verifier.verify_batch(preds, [p.gold for p in problems])
+        golds = [p.gold for p in problems]
+        if self.spec.answer == "math" and finished is not None:
+            return verifier.verify_batch(preds, golds, finished=finished)
+        return verifier.verify_batch(preds, golds)
 
     def vote_key(self, verdict: Any) -> str | None:
         """Normalised extracted answer for maj@k (None: no answer, no vote)."""

@@ -39,9 +39,10 @@ from dapo_bench.generation.base import Generator, Prompt, SamplingParams
 from dapo_bench.training.resumable import ResumableLog
 from dapo_bench.verifiers.base import Verdict
 
-# (texts to score, their problem ids) -> one Verdict per text (e.g. methods.data.Scorer), or a
-# float reward per text (a dense reward, e.g. in tests)
-Score = Callable[[list[str], list[str]], "list[Verdict] | list[float]"]
+# (texts to score, their problem ids, whether each ended by itself rather than at the token cap)
+# -> one Verdict per text (e.g. methods.data.Scorer), or a float reward per text (a dense
+# reward, e.g. in tests)
+Score = Callable[[list[str], list[str], list[bool]], "list[Verdict] | list[float]"]
 
 
 @dataclass(frozen=True)
@@ -150,7 +151,8 @@ def sample_chunk(generator: Generator, requests: Sequence[Request], n: int, scor
     sp = SamplingParams(**{**params.__dict__, "n": n})
     outs = generator.generate([r.context for r in requests], sp)
     verdicts = iter(score([r.scored_prefix + c.text for r, cs in zip(requests, outs) for c in cs],
-                          [r.problem_id for r, cs in zip(requests, outs) for _ in cs]))
+                          [r.problem_id for r, cs in zip(requests, outs) for _ in cs],
+                          [c.finish_reason == "stop" for cs in outs for c in cs]))
     groups = []
     if any(c.token_ids is None for cs in outs for c in cs):
         raise RuntimeError(f"{generator.backend} backend returned no token ids: rollouts need the "

@@ -6,9 +6,18 @@ the answer (``mode="answer"``; a ``\\boxed{}`` in it is still unwrapped), read t
 way (:func:`extract.gold_answer`: ``$..$``, boxes, an answer phrase), clean and parse both
 sides (cached), try the fast path, and send only the undecided pairs to a sympy worker with a
 hard deadline. Each verdict's ``extracted`` is the answer taken from the prediction, and its
-``details`` say how it was found (``answer_from``) and which rule decided (``rule``). Reasons: ``ok``, ``wrong_answer``, ``no_answer``, ``timeout``, ``too_large``
-(response over 100,000 characters, answer over 4,000, or nesting deeper than 48), and
-``parse_error`` (not equal, and sympy could not read one side).
+``details`` say how it was found (``answer_from``) and which rule decided (``rule``).
+Reasons: ``ok``, ``wrong_answer``, ``no_answer``, ``truncated`` (below), ``timeout``,
+``too_large`` (response over 100,000 characters, answer over 4,000, or nesting deeper than
+48), and ``parse_error`` (not equal, and sympy could not read one side).
+
+A response cut off at the token cap (``finished=False``: the generator's finish_reason was
+``length``) is only credited for an answer it *marked*: a ``\\boxed{}`` group or an answer
+phrase (``The answer is``, ``####``, ``Final Answer``). The weaker rules (a bare prediction,
+the final sentence's last span, a bold span, the last number) read an unfinished text's last
+number as its answer, and would pay a policy for rambling into the cap; such a response
+fails with reason ``truncated`` and no ``extracted`` answer (so it casts no maj@k vote);
+``answer_from`` still names the rule that would have applied.
 
 Gold forms: a string (``"\\frac{1}{2}"``, ``"$(1,2)$"``, ``"\\boxed{1} papers and \\boxed{2}
 bins"``), a number (AMC's ``27.0`` means 27), or a list/tuple of *alternative* acceptable
@@ -39,6 +48,7 @@ from dapo_bench.verifiers.math.worker import Timeout, WorkerError, WorkerPool
 from dapo_bench.errors import UserError
 
 MODES = ("full", "answer")
+MARKED = ("box", "phrase")  # the only answers a response cut off at the cap is credited for
 SMALL_BATCH = 32  # fewer sympy pairs than this in a batch: no threads, one worker
 
 
@@ -74,7 +84,8 @@ def _verdict(passed: bool, reason: str, ans: str | None, seconds: float, how: st
     return Verdict(passed, reason, ans, seconds, {"answer_from": how, "rule": rule})
 
 
-def _fast(prediction: Any, gold: Any, mode: str, fallback: bool) -> Verdict | _Pending:
+def _fast(prediction: Any, gold: Any, mode: str, fallback: bool,
+          finished: bool = True) -> Verdict | _Pending:
     """Extraction, size limits and the sympy-free comparison, in the calling thread."""
     t0 = time.perf_counter()
     forms = gold_forms(gold)
@@ -89,6 +100,8 @@ def _fast(prediction: Any, gold: Any, mode: str, fallback: bool) -> Verdict | _P
         return done(False, "too_large")
     if mode == "full":
         ans, how = find_answer(text, fallback_last_number=fallback)
+        if not finished and how not in MARKED:
+            return done(False, "truncated")
     else:
         ans = last_boxed(text) or text.strip()
     if not ans:
@@ -136,18 +149,24 @@ def _slow(p: _Pending, timeout: float, pool: WorkerPool) -> Verdict:
 
 
 def _check(prediction: Any, gold: Any, mode: str, fallback: bool, timeout: float,
-           pool: WorkerPool) -> Verdict:
-    r = _fast(prediction, gold, mode, fallback)
+           pool: WorkerPool, finished: bool = True) -> Verdict:
+    r = _fast(prediction, gold, mode, fallback, finished)
     return r if isinstance(r, Verdict) else _slow(r, timeout, pool)
 
 
 def _batch(predictions: Sequence, golds: Sequence, mode: str, fallback: bool, timeout: float,
-           pool: WorkerPool, workers: int) -> list[Verdict]:
+           pool: WorkerPool, workers: int, finished: Sequence[bool] | None = None
+           ) -> list[Verdict]:
     """Fast path for all pairs in this thread, then the undecided ones over *workers* threads,
     each driving one worker process."""
     if len(predictions) != len(golds):
         raise UserError(f"{len(predictions)} predictions but {len(golds)} gold answers")
-    out = [_fast(p, g, mode, fallback) for p, g in zip(predictions, golds)]
+    if finished is None:
+        finished = [True] * len(predictions)
+    elif len(finished) != len(predictions):
+        raise UserError(f"{len(predictions)} predictions but {len(finished)} finished flags")
+    out = [_fast(p, g, mode, fallback, bool(f))
+           for p, g, f in zip(predictions, golds, finished)]
     idx = [i for i, r in enumerate(out) if isinstance(r, _Pending)]
     if workers <= 1 or len(idx) < SMALL_BATCH:
         slow = [_slow(out[i], timeout, pool) for i in idx]
@@ -178,24 +197,29 @@ def _default_pool() -> WorkerPool:
 
 
 def verify(prediction_text: str, gold: Any, *, mode: str = "full",
-           fallback_last_number: bool = True, timeout: float = 5.0) -> Verdict:
+           fallback_last_number: bool = True, timeout: float = 5.0,
+           finished: bool = True) -> Verdict:
     """Check one prediction against a gold answer; never takes much longer than *timeout*.
+    ``finished=False``: the response was cut off at the token cap (module docstring).
 
     Uses a process-wide pool of sympy workers (one per core, started on first need); safe to
     call from several threads at once.
     """
     _check_args(mode, timeout)
-    return _check(prediction_text, gold, mode, fallback_last_number, timeout, _default_pool())
+    return _check(prediction_text, gold, mode, fallback_last_number, timeout, _default_pool(),
+                  finished)
 
 
 def verify_batch(predictions: Sequence[str], golds: Sequence[Any], *, mode: str = "full",
                  fallback_last_number: bool = True, timeout: float = 5.0,
-                 workers: int | None = None) -> list[Verdict]:
-    """:func:`verify` over pairs, in order; sympy work spread over all cores."""
+                 workers: int | None = None,
+                 finished: Sequence[bool] | None = None) -> list[Verdict]:
+    """:func:`verify` over pairs, in order; sympy work spread over all cores. ``finished``: one
+    flag per prediction, False for a response cut off at the token cap (default: all True)."""
     _check_args(mode, timeout)
     pool = _default_pool()
     return _batch(predictions, golds, mode, fallback_last_number, timeout, pool,
-                  workers or pool.size)
+                  workers or pool.size, finished)
 
 
 @VERIFIERS.register("math", help="answer extraction + exact/sympy equivalence (bounded)")
@@ -209,7 +233,7 @@ class MathVerifier:
     """
 
     name = "math"
-    version = "2.0"
+    version = "2.1"  # 2.1: a response cut off at the cap needs a marked answer
     fields = ("prediction", "gold")
 
     def __init__(self, *, timeout: float = 5.0, workers: int | None = None, mode: str = "full",
@@ -225,13 +249,14 @@ class MathVerifier:
         self.workers = workers or os.cpu_count() or 1
         self._pool = WorkerPool(self.workers)
 
-    def verify(self, prediction: Any, gold: Any) -> Verdict:
+    def verify(self, prediction: Any, gold: Any, finished: bool = True) -> Verdict:
         return _check(prediction, gold, self.mode, self.fallback_last_number, self.timeout,
-                      self._pool)
+                      self._pool, finished)
 
-    def verify_batch(self, predictions: Sequence[Any], golds: Sequence[Any]) -> list[Verdict]:
+    def verify_batch(self, predictions: Sequence[Any], golds: Sequence[Any],
+                     finished: Sequence[bool] | None = None) -> list[Verdict]:
         return _batch(predictions, golds, self.mode, self.fallback_last_number, self.timeout,
-                      self._pool, self.workers)
+                      self._pool, self.workers, finished)
 
     def warm(self) -> None:
         """Start all sympy workers now (about 1 s each, in parallel) instead of on first need."""
