@@ -3,6 +3,7 @@ an answer phrase): in the verifier, in ``dapo-bench verify``, in eval and in the
 reward. A rerun of an eval logged by an older verifier version re-verifies its samples
 without generating them again."""
 
+import dataclasses
 import json
 
 import pytest
@@ -157,3 +158,17 @@ def test_other_verifier_options_are_still_refused(gsm8k, tmp_path):
     (run / "eval_config.json").write_text(json.dumps(cfg))
     with pytest.raises(UserError, match="the verifier settings differs"):
         evaluate(NoGeneration(_answers(gsm8k)), [gsm8k], run_dir=run, quiet=True)
+
+
+def test_reverifying_keeps_rows_beyond_this_runs_problems(gsm8k, tmp_path):
+    run = tmp_path / "run"
+    evaluate(Cut(_answers(gsm8k)), [gsm8k], run_dir=run, quiet=True)
+    _age(run)
+    (run / "results.json").unlink()  # as after a kill: a smaller rerun is not refused
+    two = dataclasses.replace(gsm8k, problems=gsm8k.problems[:2])
+    res = evaluate(NoGeneration(_answers(gsm8k)), [two], run_dir=run, quiet=True)
+    assert res["tasks"]["gsm8k"]["reasons"] == {"truncated": 2}
+    rows = [json.loads(x) for x in (run / "samples.jsonl").read_text().splitlines()]
+    assert [r["samples"][0]["reason"] for r in rows] == ["truncated", "truncated", "ok"]
+    cfg = json.loads((run / "eval_config.json").read_text())  # the third is still 2.0's
+    assert cfg["tasks"]["gsm8k"]["verifier"]["version"] == "2.0"

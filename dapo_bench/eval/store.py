@@ -143,12 +143,16 @@ class SampleStore:
             self._read()
 
     def merge(self, order: list[tuple[str, str]]) -> None:
-        """Write ``samples.jsonl`` from the shards in ``order`` (rank 0; a collective)."""
+        """Write ``samples.jsonl`` from the shards in ``order`` (rank 0; a collective); rows
+        of problems this run does not cover follow, as they were."""
         self.sync()
         # several ranks: any rank's new row is in a shard; one process: a replaced row was
         # appended after the row it replaces
         if dist.is_main() and (self._shards() or self._replaced):
-            atomic_write_jsonl(self.path, [self.rows[k] for k in order if k in self.rows])
+            first = [k for k in order if k in self.rows]
+            seen = set(first)
+            rest = [k for k in self.rows if k not in seen]
+            atomic_write_jsonl(self.path, [self.rows[k] for k in first + rest])
             for p in self._shards():
                 p.unlink()
         self._replaced = False
