@@ -6,11 +6,12 @@ A verifier is registered under a name with a class exposing::
     fields: tuple[str, str]        # default JSONL fields for `dapo-bench verify`: (prediction, gold)
     def __init__(self, **options)  # e.g. timeout, mode; unknown options raise UserError
     def verify(self, prediction, gold) -> Verdict
-    def verify_batch(self, predictions, golds) -> list[Verdict]   # in order; may use a pool
+    def verify_batch(self, predictions, golds, finished=None) -> list[Verdict]  # in order
     def close(self) -> None        # release workers
 
-The math verifier's ``verify_batch`` also takes ``finished`` (one flag per prediction, False
-for a response cut off at the token cap; ``Task.score`` passes it for math tasks).
+``finished``: one flag per prediction, False for a response cut off at the token cap (None:
+all finished); each verifier decides what that means (math: only a marked answer counts;
+code: nothing, the program runs either way).
 
 ``Verdict.reason`` vocabulary: "ok" (passed), "wrong_answer", "no_answer", "truncated" (math:
 cut off at the cap with no marked answer), "timeout",
@@ -49,7 +50,8 @@ class Verifier(Protocol):
 
     def verify(self, prediction: Any, gold: Any) -> Verdict: ...
 
-    def verify_batch(self, predictions: list[Any], golds: list[Any]) -> list[Verdict]: ...
+    def verify_batch(self, predictions: list[Any], golds: list[Any],
+                     finished: list[bool] | None = None) -> list[Verdict]: ...
 
     def close(self) -> None: ...
 

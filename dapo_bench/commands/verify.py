@@ -86,8 +86,7 @@ def register(app: typer.Typer) -> None:
         v = cls(**opts)
         t0 = time.perf_counter()
         try:
-            verdicts = (v.verify_batch(preds, golds, finished=finished) if verifier == "math"
-                        else v.verify_batch(preds, golds))
+            verdicts = v.verify_batch(preds, golds, finished=finished)
         finally:
             v.close()
         wall = time.perf_counter() - t0

@@ -138,10 +138,7 @@ class Task:
         if len(texts) != len(problems):
             raise ValueError("texts and problems differ in length")
         preds = [self.prediction(t, p) for t, p in zip(texts, problems)]
-        golds = [p.gold for p in problems]
-        if self.spec.answer == "math" and finished is not None:
-            return verifier.verify_batch(preds, golds, finished=finished)
-        return verifier.verify_batch(preds, golds)
+        return verifier.verify_batch(preds, [p.gold for p in problems], finished=finished)
 
     def vote_key(self, verdict: Any) -> str | None:
         """Normalised extracted answer for maj@k (None: no answer, no vote)."""

@@ -215,7 +215,10 @@ class CodeVerifier:
         return self.verify_batch([program], [tests])[0]
 
     def verify_batch(self, programs: list[str], tests_list: list[Any],
-                     progress: Callable[[int], None] | None = None) -> list[Verdict]:
+                     progress: Callable[[int], None] | None = None,
+                     finished: Any = None) -> list[Verdict]:
+        """``finished`` (whether each completion ended before the token cap) is accepted and
+        not used: a program is judged by running it, whatever prose the cap cut off after it."""
         specs = _check_inputs(programs, tests_list)
         return self._get().run(list(programs), specs, self.limits, progress)
 
