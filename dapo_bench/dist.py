@@ -11,10 +11,11 @@ as a single process (``world_size() == 1``, collectives are no-ops), so code sha
 training (e.g. ``save_policy``) neither waits for nor talks to the other ranks.
 
 Every rank does its share: ``shard(items)`` is this rank's contiguous, balanced slice of a global
-batch (training); ``owns(k)`` says whether chunk ``k`` of a generation stage is this rank's
-(round robin, so ranks stay balanced and a chunk's seed, its index, does not depend on the
-number of ranks); ``all_gather(obj)`` gives every rank's object, ``map_shards(items, fn)`` runs
-``fn`` on this rank's slice and returns every rank's results in item order.
+batch (training); a :class:`WorkQueue` deals the chunks of a generation stage to the ranks as
+they become free (a chunk's seed is its index, so what a chunk holds does not depend on which
+rank makes it or on the number of ranks); ``all_gather(obj)`` gives every rank's object,
+``map_shards(items, fn)`` runs ``fn`` on this rank's slice and returns every rank's results in
+item order.
 ``gathered(module)``: ZeRO-3 partitioned parameters gathered for the ``with`` body (a no-op for
 other modules); every rank must enter it (it is a collective).
 
@@ -34,6 +35,7 @@ from dapo_bench.errors import UserError
 
 T = TypeVar("T")
 _SOLO = [False]
+_QUEUES = [0]  # WorkQueues created by this process: the next one's store key
 # ranks other than 0 wait at barriers while rank 0 generates and evaluates: allow long waits
 TIMEOUT = timedelta(hours=float(os.environ.get("DAPO_BENCH_DIST_TIMEOUT_H", "12")))
 
@@ -140,20 +142,57 @@ def all_gather(obj: T) -> list[T]:
     return out
 
 
-def owns(chunk: int, rank_: int | None = None, world: int | None = None) -> bool:
-    """Whether chunk ``chunk`` of a sharded generation stage is this rank's (round robin)."""
-    w = world_size() if world is None else world
-    return chunk % w == (rank() if rank_ is None else rank_)
+class WorkQueue:
+    """The ``n`` chunks of a generation stage, dealt to the ranks as they become free.
+
+    Iterating gives the indices of the chunks this rank makes: chunk ``rank`` first (so every
+    rank has work from the start, whatever its start-up time), then whichever chunk no rank has
+    taken yet, from a counter in the process group's store. A rank whose chunks run short takes
+    more instead of idling while another works through a harder share (seen with fixed
+    round-robin shares: OlympiadBench on 2 CPU ranks, one rank done 557 s before the other).
+    Which rank makes which chunk then depends on timing, so it is only for work whose results
+    depend on a chunk's index, not on its rank. Every rank must create a run's queues in the
+    same order (a queue's store keys are its sequence number). One process: the chunks in order.
+    ``done(k, kind)`` adds ``k`` items finished here to the stage's ``kind`` count and returns
+    that count over all ranks so far (progress shows the stage's, not one rank's).
+    """
+
+    def __init__(self, n: int):
+        self.n, self.world, self.rank = n, world_size(), rank()
+        self._done: dict[str, int] = {}
+        self._store: Any = None
+        if self.world > 1:
+            ensure_group()
+            from torch.distributed import distributed_c10d
+
+            self._store = distributed_c10d._get_default_store()
+            _QUEUES[0] += 1
+            self._key = f"dapo_bench/queue/{_QUEUES[0]}"
+
+    def __iter__(self) -> Iterator[int]:
+        if self._store is None:
+            yield from range(self.n)
+            return
+        if self.rank < self.n:
+            yield self.rank
+        while (k := self.world - 1 + int(self._store.add(f"{self._key}/next", 1))) < self.n:
+            yield k
+
+    def done(self, items: int, kind: str = "done") -> int:
+        if self._store is None:
+            self._done[kind] = self._done.get(kind, 0) + items
+            return self._done[kind]
+        return int(self._store.add(f"{self._key}/{kind}", items))
 
 
 def even_chunks(items: Sequence[T], chunk: int, world: int | None = None) -> list[list[T]]:
     """``items`` cut in order into chunks of at most ``chunk``, their number a multiple of the
     world size (as long as there are items for it) and their sizes within one of each other, so
-    round-robin ``owns`` gives every rank its share: 30 problems with ``chunk`` 64 on 2 ranks
-    are 2 chunks of 15, not one chunk of 30 that leaves rank 1 idle; 70 are 35 + 35, not
-    64 + 6. One process keeps plain chunks of ``chunk``. Only for work whose results do not
-    depend on how it is cut (eval: per-sample seeds; the training stages seed each chunk by its
-    index and keep their ``gen_chunk``)."""
+    every rank gets a first chunk of the same size (a :class:`WorkQueue` starts rank r on chunk
+    r): 30 problems with ``chunk`` 64 on 2 ranks are 2 chunks of 15, not one chunk of 30 that
+    leaves rank 1 idle; 70 are 35 + 35, not 64 + 6. One process keeps plain chunks of
+    ``chunk``. Only for work whose results do not depend on how it is cut (eval: per-sample
+    seeds; the training stages seed each chunk by its index and keep their ``gen_chunk``)."""
     w = world_size() if world is None else world
     n, chunk = len(items), max(chunk, 1)
     if n == 0:

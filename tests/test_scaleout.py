@@ -173,8 +173,9 @@ def test_eval_on_two_ranks_gives_each_rank_half_of_a_small_task(model_dir, tmp_p
            model_dir, "--max-new-tokens", "6", "--threads", "1", "--quiet", "--out",
            str(tmp_path), "--run-id", "two"]
     run = _run(cmd)
-    for r in (0, 1):
-        assert f"arith (rank {r}/2): done (3/3 problems)" in run.stderr, run.stderr[-2000:]
+    for r in (0, 1):  # two chunks of 3: each rank starts on its own, and none is left
+        assert f"arith (rank {r}/2): done (made 3 of the 6 new problems)" in run.stderr, \
+            run.stderr[-2000:]
     assert run.stderr.count("(the same command resumes it)") == 1  # rank 0 speaks for the run
     assert run.stdout.count("arith") == 1  # one summary table
     again = _run(cmd)  # resumed: rank 0 reports what the log already holds

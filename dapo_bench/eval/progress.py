@@ -65,12 +65,15 @@ class Progress:
             eta = (st[0] - st[1]) / rate if rate > 0 else float("inf")
             self._log(f"{bar}: {st[1]}/{st[0]} {st[5]}, {rate:.2f}/s, ETA {eta:.0f}s")
 
-    def finish(self, bar: Any) -> None:
+    def finish(self, bar: Any, made: int | None = None) -> None:
+        """``made``: this rank's share of the new items, when several ranks fill one bar."""
         if self._rich is None:
             st = self._state[bar]
-            new = f", {st[1] - st[2]} new" if st[2] else ""
-            self._log(f"{bar}: done ({st[1]}/{st[0]} {st[5]}{new}) in "
-                      f"{time.perf_counter() - st[3]:.1f}s")
+            if made is not None:
+                what = f"made {made} of the {st[0] - st[2]} new {st[5]}"
+            else:
+                what = f"{st[1]}/{st[0]} {st[5]}" + (f", {st[1] - st[2]} new" if st[2] else "")
+            self._log(f"{bar}: done ({what}) in {time.perf_counter() - st[3]:.1f}s")
 
     def note(self, msg: str) -> None:
         """One line on stderr (nothing when quiet)."""

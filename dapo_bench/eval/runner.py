@@ -13,11 +13,13 @@ with the average of every registered suite whose tasks all ran. A rerun after th
 verifier got a new version (same options) re-verifies the logged samples from their text and
 finish_reason, without generating them again, and reports the new verdicts.
 
-Several ranks (``torchrun``): chunk k of a task's pending problems is generated and verified by
-rank ``k % world``, each rank with its own generator (on its own GPU where there are GPUs);
-chunks shrink below ``chunk`` so that their number is a multiple of the world size (a
-30-problem task on 2 ranks is two chunks of 15, not one that leaves rank 1 idle); the rows
-are merged in problem order, so the samples and the results are one process's.
+Several ranks (``torchrun``): each rank, with its own generator (on its own GPU where there
+are GPUs), generates and verifies chunk ``rank`` of a task's pending problems and then whichever
+chunk no rank has taken yet (``dist.WorkQueue``), so a rank that drew short problems does not
+idle while another works through long ones; chunks shrink below ``chunk`` so that their number
+is a multiple of the world size (a 30-problem task on 2 ranks is two chunks of 15, not one that
+leaves rank 1 idle); the rows are merged in problem order, so the samples and the results are
+one process's, whichever rank made them.
 
 Not covered: truncating prompts longer than the model's context; several models in one call.
 """
@@ -119,9 +121,9 @@ def _reverify(task: Task, store: SampleStore, verifier: Any, chunk: int,
     progress.note(f"{task.name}: re-verifying the {len(logged)} logged problems with verifier "
                   f"{task.spec.verifier.name} {new} (they were verified by {old}); no "
                   f"generation")
-    for k, probs in enumerate(dist.even_chunks(logged, chunk)):
-        if not dist.owns(k):
-            continue
+    chunks = dist.even_chunks(logged, chunk)
+    for k in dist.WorkQueue(len(chunks)):
+        probs = chunks[k]
         rows = [store.get(task.name, p.id) for p in probs]
         flat = [(p, s) for p, r in zip(probs, rows) for s in r["samples"]]
         verdicts = iter(task.score(verifier, [s["text"] for _, s in flat], [p for p, _ in flat],
@@ -144,18 +146,18 @@ def _run_task(task, gen, store, params, chunk, progress, verifiers) -> tuple[lis
     if task.name in store.stale:
         _reverify(task, store, verifier, chunk, progress)
     pending = [p for p in task.problems if store.get(task.name, p.id) is None]
-    mine = [c for k, c in enumerate(dist.even_chunks(pending, chunk)) if dist.owns(k)]
-    if dist.world_size() > 1:  # each rank reports its own share; rank 0 also what was resumed
-        resumed = len(task.problems) - len(pending) if dist.is_main() else 0
-        bar = progress.start(f"{task.name} (rank {dist.rank()}/{dist.world_size()})",
-                             total=sum(map(len, mine)) + resumed, done=resumed)
-    else:
-        bar = progress.start(task.name, total=len(task.problems),
-                             done=len(task.problems) - len(pending))
+    chunks = dist.even_chunks(pending, chunk)
+    queue = dist.WorkQueue(len(chunks))  # several ranks: each takes the next free chunk
+    multi = dist.world_size() > 1  # then each rank reports the task's progress and its share
+    resumed = len(task.problems) - len(pending)
+    bar = progress.start(f"{task.name} (rank {dist.rank()}/{dist.world_size()})" if multi
+                         else task.name, total=len(task.problems), done=resumed)
     vinfo = {"name": getattr(verifier, "name", task.spec.verifier.name),
              "version": str(getattr(verifier, "version", "")),
              "options": dict(task.spec.verifier.options)}
-    for probs in mine:  # several ranks: this rank's chunks (k % world == rank)
+    made, seen = 0, 0
+    for k in queue:
+        probs = chunks[k]
         t0 = time.perf_counter()
         prompts = [task.prompt(p, gen.tokenizer) for p in probs]
         comps = gen.generate(prompts, params)
@@ -167,8 +169,10 @@ def _run_task(task, gen, store, params, chunk, progress, verifiers) -> tuple[lis
         for i, (p, prompt) in enumerate(zip(probs, prompts)):
             vs = verdicts[i * params.n : (i + 1) * params.n]
             store.add(_sample_row(task, p, prompt, comps[i], vs, share))
-        progress.advance(bar, len(probs))
-    progress.finish(bar)
+        made, done = made + len(probs), queue.done(len(probs))  # done: over every rank
+        progress.advance(bar, done - seen)
+        seen = done
+    progress.finish(bar, made=made if multi else None)
     store.sync()
     rows = [store.get(task.name, p.id) for p in task.problems]
     return rows, sum(r.get("seconds", 0.0) for r in rows), vinfo
