@@ -48,6 +48,11 @@ class DapoConfig:
     temperature, top_p: sampling for rollouts and completions (paper: 1.0, 1.0).
     max_new_tokens: generation cap (0: the task's max_new_tokens).
     min_spread: drop a state whose advantage spread (max - min) is under this (default 0.1).
+    solved_only: states only from problems at least one of whose n1 responses the verifier
+        accepted (default False, the paper's: every problem). For a weak pi_ref: the MC labels
+        of a problem it never solves are almost all 0, so its states carry no preference and
+        the MC stage pays m completions each for nothing. Problems left out are counted
+        (``unsolved_problems`` in the states stage's record).
     advantage: how stage B values a non-terminal candidate step a_i (``VALUE_ESTIMATORS``):
         "critic" (the paper's: V(s + a_i)), "mc" (mean reward of the state's completions that
         begin with a_i; the critic is still trained and reported but not used), or "critic_mc"
@@ -74,6 +79,7 @@ class DapoConfig:
     top_p: float = 1.0
     max_new_tokens: int = 0
     min_spread: float = 0.1
+    solved_only: bool = False
     advantage: str = "critic"
     mc_prior: float = 1.0
     gen_chunk: int = 64

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from dapo_bench import dist
+from dapo_bench.errors import UserError
 from dapo_bench.generation.base import SamplingParams
 from dapo_bench.io import atomic_write_json, atomic_write_jsonl, read_json, read_jsonl
 from dapo_bench.training.rollouts import (
@@ -102,9 +103,13 @@ def state_key(problem_id: str, prefix_ids: list[int]) -> str:
 def states(ctx, cfg, problems, d: Path) -> dict:
     by_id = {p.id: p for p in problems}
     splitter = StepSplitter(ctx.tokenizer)
-    out, seen, kept, kept_ok = [], set(), 0, 0.0
-    for row in read_jsonl(d / "rollouts.jsonl"):
+    out, seen, kept, kept_ok, unsolved = [], set(), 0, 0.0, 0
+    rows = read_jsonl(d / "rollouts.jsonl")
+    for row in rows:
         p = by_id[row["problem_id"]]
+        if cfg.solved_only and not any(r["reward"] > 0.5 for r in row["responses"]):
+            unsolved += 1  # counted: results.json reports it
+            continue
         for i in select_balanced(row["responses"], cfg.n_rollouts, seed=ctx.opts.seed):
             resp = row["responses"][i]
             kept += 1
@@ -117,9 +122,14 @@ def states(ctx, cfg, problems, d: Path) -> dict:
                 out.append({"key": key, "problem_id": p.id, "prompt": p.prompt,
                             "prompt_ids": list(p.prompt_ids), "prefix": splitter.text(
                                 s["prefix_ids"]), "prefix_ids": s["prefix_ids"], "t": s["t"]})
+    if cfg.solved_only and rows and unsolved == len(rows):
+        raise UserError(f"{d / 'rollouts.jsonl'}: solved_only, and none of the {len(rows)} "
+                        f"problems was solved by any of its {cfg.n_samples} responses: no "
+                        f"states to label (raise n_samples, or use a stronger model)")
     atomic_write_jsonl(d / "states.jsonl", out)
     return {"n_states": len(out), "kept_responses": kept,
-            "kept_accuracy": kept_ok / max(kept, 1)}
+            "kept_accuracy": kept_ok / max(kept, 1),
+            **({"unsolved_problems": unsolved} if cfg.solved_only else {})}
 
 
 def _mc_row(state: dict, group) -> dict:
