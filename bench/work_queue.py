@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import heapq
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -85,12 +86,11 @@ def main(run_dirs: Annotated[list[Path] | None, typer.Argument()] = None,
         plan.write_text(json.dumps({"costs": costs, "scale": scale}))
         subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone",
                         "--nproc_per_node", str(ranks), __file__, "--worker", str(plan),
-                        str(out)], check=True, env={**__import__("os").environ,
-                                                     "OMP_NUM_THREADS": "1"})
+                        str(out)], check=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
         got = json.loads(out.read_text())
     print(f"{ranks} ranks, chunk costs x {scale:g} replayed; seconds of the original runs")
-    print(f"| task | chunks | fixed shares (s) | idle | work queue (s) | idle | speed-up | "
-          f"computed fixed / queue |")
+    print("| task | chunks | fixed shares (s) | idle | work queue (s) | idle | speed-up | "
+          "computed fixed / queue |")
     print("|---|--:|--:|--:|--:|--:|--:|--:|")
     sums = [0.0, 0.0]
     for task, c in costs.items():
