@@ -327,6 +327,11 @@ def split_steps(response: str) -> list[str]:
     return [s for s in steps if s]
 
 
+def is_correct(response: dict) -> bool:
+    """Whether a logged response (a row with ``reward``) counts as right."""
+    return response["reward"] > 0.5
+
+
 def select_balanced(responses: Sequence[dict], n: int, seed: int = 0) -> list[int]:
     """Indices of ``n`` responses, half correct and half wrong where possible.
 
@@ -339,7 +344,7 @@ def select_balanced(responses: Sequence[dict], n: int, seed: int = 0) -> list[in
         if r["text"] in seen:
             continue
         seen.add(r["text"])
-        (good if r["reward"] > 0.5 else bad).append(i)
+        (good if is_correct(r) else bad).append(i)
     rng = random.Random(seed)
     rng.shuffle(good)
     rng.shuffle(bad)

@@ -28,6 +28,7 @@ from dapo_bench.training.rollouts import (
     Request,
     ResumableLog,
     StepSplitter,
+    is_correct,
     make_states,
     sample_groups,
     select_balanced,
@@ -107,7 +108,7 @@ def states(ctx, cfg, problems, d: Path) -> dict:
     rows = read_jsonl(d / "rollouts.jsonl")
     for row in rows:
         p = by_id[row["problem_id"]]
-        if cfg.solved_only and not any(r["reward"] > 0.5 for r in row["responses"]):
+        if cfg.solved_only and not any(map(is_correct, row["responses"])):
             unsolved += 1  # counted: results.json reports it
             continue
         for i in select_balanced(row["responses"], cfg.n_rollouts, seed=ctx.opts.seed):
