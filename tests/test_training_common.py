@@ -7,7 +7,13 @@ from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
 from dapo_bench.errors import UserError
 from dapo_bench.models import load_policy, save_policy
-from dapo_bench.training.batches import encode_pairs, masked_lm_loss, sequence_logprobs
+from dapo_bench.training.batches import (
+    encode_pairs,
+    masked_lm_loss,
+    pack_pairs,
+    sequence_logprobs,
+    token_logprobs,
+)
 from dapo_bench.training.engine import EngineConfig, OptimConfig, make_engine
 
 
@@ -37,6 +43,45 @@ def test_sequence_logprob_is_sum_of_response_tokens(tiny):
     with torch.no_grad():
         alone = sequence_logprobs(model, encode_pairs(tok, ["1+2="], ["3\n"], add_eos=True))
     assert torch.allclose(got[0], alone[0], atol=1e-5)
+
+
+class _NoKeep(torch.nn.Module):
+    """The same model behind a forward without ``logits_to_keep`` (every position's logits)."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, input_ids, attention_mask):
+        return self.model(input_ids=input_ids, attention_mask=attention_mask)
+
+
+def test_token_logprobs_score_only_the_response_columns_and_match_log_softmax(tiny):
+    model, _ = tiny
+    torch.manual_seed(1)
+    # contexts of 9 and 3 tokens: the response columns start at 3, the scored logits at 2
+    ctx, resp = [[3, 4, 5, 6, 7, 8, 9, 10, 11], [5, 6, 7]], [[12, 13, 1], [4, 4, 4, 4, 1]]
+    batch = pack_pairs(ctx, resp, pad_id=0, max_length=64)
+    logits = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask).logits
+    want = torch.zeros(batch.input_ids.shape)
+    want[:, 1:] = torch.log_softmax(logits[:, :-1], -1).gather(
+        2, batch.input_ids[:, 1:, None])[..., 0]
+    want = want * batch.response_mask
+    grads = []
+    for m in (model, _NoKeep(model)):
+        got = token_logprobs(m, batch)
+        assert got.shape == batch.input_ids.shape
+        assert torch.allclose(got, want, atol=1e-5)
+        assert (got[batch.response_mask == 0] == 0).all()
+        model.zero_grad()
+        got.sum().backward()
+        grads.append(torch.cat([p.grad.flatten() for p in model.parameters()]))
+    model.zero_grad()
+    want.sum().backward()
+    full = torch.cat([p.grad.flatten() for p in model.parameters()])
+    for g in grads:
+        assert torch.allclose(g, full, atol=1e-5)
+    model.zero_grad()
 
 
 def test_engine_lowers_sft_loss_and_roundtrips(tiny, tmp_path):

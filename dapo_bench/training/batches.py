@@ -108,13 +108,39 @@ def encode_pairs(
 
 
 def token_logprobs(model: Any, batch: PairBatch) -> torch.Tensor:
-    """Log-prob of each token given its prefix, [B, L] (position 0 gets 0); masked by response."""
-    logits = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask).logits
-    logp = torch.log_softmax(logits[:, :-1].float(), dim=-1)
-    tok = torch.gather(logp, 2, batch.input_ids[:, 1:].unsqueeze(-1)).squeeze(-1)
-    out = torch.zeros_like(batch.input_ids, dtype=tok.dtype)
-    out[:, 1:] = tok
+    """Log-prob of each token given its prefix, [B, L] (position 0 gets 0); masked by response.
+
+    Only the columns from the first response token on are scored: the model's output layer runs
+    on those positions alone where its forward takes ``logits_to_keep`` (transformers' causal
+    LMs), and each row's log-prob is its logit minus the row's logsumexp, so no [B, L, vocab]
+    log-softmax is ever held beside the logits (the actor's and PPO's memory peak)."""
+    n = batch.input_ids.size(1)
+    cols = batch.response_mask.any(dim=0).nonzero()
+    first = max(1, int(cols[0]) if len(cols) else n - 1)
+    kwargs = {"logits_to_keep": n - first + 1} if _keeps_logits(model) else {}
+    logits = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask, **kwargs).logits
+    logits = logits[:, logits.size(1) - (n - first) - 1 : -1]  # the positions first-1 .. n-2
+    target = batch.input_ids[:, first:]
+    tok = torch.stack([_picked_logprobs(logits[i], target[i]) for i in range(logits.size(0))])
+    out = torch.zeros(batch.input_ids.shape, dtype=tok.dtype, device=tok.device)
+    out[:, first:] = tok
     return out * batch.response_mask
+
+
+def _picked_logprobs(logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """log softmax(logits)[target] of one row, [T] (float32; one row's logsumexp at a time)."""
+    lg = logits.float()
+    return lg.gather(-1, target.unsqueeze(-1)).squeeze(-1) - torch.logsumexp(lg, dim=-1)
+
+
+def _keeps_logits(model: Any) -> bool:
+    """Whether the model's forward takes ``logits_to_keep`` (computes only the last k logits)."""
+    import inspect
+
+    try:
+        return "logits_to_keep" in inspect.signature(model.forward).parameters
+    except (TypeError, ValueError):
+        return False
 
 
 def sequence_logprobs(model: Any, batch: PairBatch) -> torch.Tensor:
