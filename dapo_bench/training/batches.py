@@ -117,7 +117,8 @@ def token_logprobs(model: Any, batch: PairBatch) -> torch.Tensor:
     n = batch.input_ids.size(1)
     cols = batch.response_mask.any(dim=0).nonzero()
     first = max(1, int(cols[0]) if len(cols) else n - 1)
-    kwargs = {"logits_to_keep": n - first + 1} if _keeps_logits(model) else {}
+    keeps = getattr(model, "_supports_logits_to_keep", None)  # transformers' own test for it
+    kwargs = {"logits_to_keep": n - first + 1} if keeps and keeps() else {}
     logits = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask, **kwargs).logits
     logits = logits[:, logits.size(1) - (n - first) - 1 : -1]  # the positions first-1 .. n-2
     target = batch.input_ids[:, first:]
@@ -131,16 +132,6 @@ def _picked_logprobs(logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor
     """log softmax(logits)[target] of one row, [T] (float32; one row's logsumexp at a time)."""
     lg = logits.float()
     return lg.gather(-1, target.unsqueeze(-1)).squeeze(-1) - torch.logsumexp(lg, dim=-1)
-
-
-def _keeps_logits(model: Any) -> bool:
-    """Whether the model's forward takes ``logits_to_keep`` (computes only the last k logits)."""
-    import inspect
-
-    try:
-        return "logits_to_keep" in inspect.signature(model.forward).parameters
-    except (TypeError, ValueError):
-        return False
 
 
 def sequence_logprobs(model: Any, batch: PairBatch) -> torch.Tensor:
