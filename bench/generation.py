@@ -2,7 +2,7 @@
 
     nice -n 10 python bench/generation.py [--model smollm2] [--task gsm8k] [--data-dir DIR]
         [--prompts 32] [--batch-size 16] [--n 4] [--max-new-tokens 128] [--threads 1] [--naive]
-        [--only greedy|sample]
+        [--only greedy|sample] [--skip 0] [--unbounded]
 
 Default: SmolLM2-135M-Instruct (``dapo_bench.models.smollm2_dir``; ``--model arith-ref`` is the
 shipped toy policy, or a model directory) on the first ``--prompts`` GSM8K test questions in the
@@ -16,7 +16,10 @@ the other. Settings:
   once, its cache shared by the n samples) vs ``generate(do_sample=True,
   num_return_sequences=n)`` on ``--batch-size // n`` prompts per call (tokens/s only; the
   random streams differ);
-- ``--naive``: also one prompt at a time through ``generate`` (the old baseline).
+- ``--naive``: also one prompt at a time through ``generate`` (the old baseline);
+- ``--unbounded``: also ours with its padding bound off (``hf.PAD_FILL = 0``: groups cut by
+  ``--batch-size`` alone, as before the bound), and the ratio of the two. ``--skip K`` takes
+  the prompts from the K-th on (MATH500's problems 101-150 hold its two longest prompts).
 Prints generated tokens per CPU-second of this process (one torch thread, so that is the
 compute; on a shared machine the wall time swings with the load, also printed) for each, and
 the ratio ours / generate. Not covered: vLLM (bench/generation_vllm.py), GPUs.
@@ -29,6 +32,7 @@ import time
 
 import torch
 
+from dapo_bench.generation import hf
 from dapo_bench.generation.base import SamplingParams, encode_prompts
 from dapo_bench.generation.hf import HFGenerator
 
@@ -71,15 +75,16 @@ def hf_generate(gen: HFGenerator, prompts, n: int, max_new: int, batch: int, sam
     return out_ids, sum(len(x) for comps in out_ids for x in comps)
 
 
-def load_prompts(task_name: str, k: int, tokenizer, data_dir: str | None) -> list[str]:
+def load_prompts(task_name: str, k: int, tokenizer, data_dir: str | None, skip: int = 0) -> list[str]:
     if task_name == "arith":
         from dapo_bench.arith import PROMPT_TEMPLATE, make_split
 
-        return [PROMPT_TEMPLATE.format(question=r["question"]) for r in make_split("test", k)]
+        rows = make_split("test", skip + k)[skip:]
+        return [PROMPT_TEMPLATE.format(question=r["question"]) for r in rows]
     from dapo_bench.tasks.task import load_task
 
-    task = load_task(task_name, data_dir=data_dir, limit=k)
-    return [task.prompt(p, tokenizer) for p in task.problems]
+    task = load_task(task_name, data_dir=data_dir, limit=skip + k)
+    return [task.prompt(p, tokenizer) for p in task.problems[skip:]]
 
 
 def timed(fn, *a):
@@ -104,6 +109,8 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--naive", action="store_true", help="also one prompt at a time")
     ap.add_argument("--only", choices=("greedy", "sample"), default=None, help="one setting")
+    ap.add_argument("--skip", type=int, default=0, help="prompts from the K-th on")
+    ap.add_argument("--unbounded", action="store_true", help="also ours without the padding bound")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     if args.model == "smollm2":
@@ -115,7 +122,8 @@ def main() -> None:
 
         args.model, args.task = str(default_model_path()), args.task or "arith"
     gen = HFGenerator(args.model, batch_size=args.batch_size)
-    prompts = load_prompts(args.task or "gsm8k", args.prompts, gen.tokenizer, args.data_dir)
+    prompts = load_prompts(args.task or "gsm8k", args.prompts, gen.tokenizer, args.data_dir,
+                           args.skip)
     gen.generate(prompts[:2], SamplingParams(max_new_tokens=4))  # warm-up, untimed
     print(f"model {args.model} ({gen.n_params:,} params), {len(prompts)} {args.task or 'gsm8k'} "
           f"prompts, max_new_tokens {args.max_new_tokens}, threads {args.threads}, batch "
@@ -140,6 +148,16 @@ def main() -> None:
             same = sum(c[0].token_ids == r[0] for c, r in zip(ours, ref))
             line += f" | identical ids {same}/{len(prompts)}"
         print(line, flush=True)
+        if args.unbounded:
+            bound, hf.PAD_FILL = hf.PAD_FILL, 0.0
+            try:
+                unb, t_unb, c_unb = timed(gen.generate, prompts, params)
+            finally:
+                hf.PAD_FILL = bound
+            tok_unb = sum(c.n_tokens for comps in unb for c in comps)
+            print(f"{'':12s} ours unbounded padding {tok_unb:6d} tok {c_unb:7.1f} cpu-s "
+                  f"({t_unb:6.1f} wall) {tok_unb / c_unb:7.1f} tok/cpu-s | ratio bounded/unbounded "
+                  f"{r_ours / (tok_unb / c_unb):5.2f}x", flush=True)
         if args.naive:
             (_, tok_nv), t_nv, c_nv = timed(hf_generate, gen, prompts, n, mnt, 1, sample)
             print(f"{'':12s} naive generate (1 prompt a call) {tok_nv:6d} tok {c_nv:7.1f} cpu-s "

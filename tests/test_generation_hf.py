@@ -5,12 +5,15 @@ Tiny random Llamas (built in-process, saved to a temp dir) over the character to
 
 from __future__ import annotations
 
+import math
+import random
+
 import pytest
 import torch
 
 from dapo_bench.errors import UserError
 from dapo_bench.generation.base import GENERATORS, SamplingParams
-from dapo_bench.generation.hf import HFGenerator
+from dapo_bench.generation.hf import PAD_FILL, HFGenerator, length_groups
 from dapo_bench.models import save_policy
 from dapo_bench.toy.model import tiny_llama
 from dapo_bench.toy.tokenizer import build_char_tokenizer
@@ -61,6 +64,19 @@ def test_greedy_batched_equals_unbatched_generate(gen):
         assert comps[0].finish_reason == ("stop" if ref_ids[-1] == eos else "length")
     assert gen.last_prompt_tokens == sum(len(gen.tokenizer(p)["input_ids"]) for p in PROMPTS)
     assert gen.last_generated_tokens == sum(c[0].n_tokens for c in out)
+
+
+def test_length_groups_bound_padding_and_size():
+    assert length_groups([100, 90, 80, 76, 74, 60, 10], 3) == [[0, 1, 2], [3, 4, 5], [6]]
+    assert length_groups([100, 74], 8) == [[0], [1]]  # under 3/4 of the longest: its own group
+    assert length_groups([], 4) == []
+    rng = random.Random(0)
+    lengths = sorted((rng.randint(20, 700) for _ in range(300)), reverse=True)
+    groups = length_groups(lengths, 64)
+    assert [k for g in groups for k in g] == list(range(300))
+    for g in groups:
+        assert len(g) <= 64 and lengths[g[-1]] >= PAD_FILL * lengths[g[0]]
+    assert len(groups) <= 300 // 64 + 1 + math.ceil(math.log(700 / 20) / math.log(1 / PAD_FILL))
 
 
 def test_greedy_independent_of_batch_size(model_dir, gen):
