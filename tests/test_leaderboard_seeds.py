@@ -63,3 +63,34 @@ def test_seed_rows_mean_sem_and_per_seed_gains(tmp_path):
     again = tmp_path / "again"
     render(tmp_path / "lb.yaml", out_dir=again, draw_plots=False)
     assert (again / "lb.md").read_bytes() == md.encode()
+
+
+EVALS = """
+inputs: {dir: runs, globs: ["*/results.json"]}
+tables:
+  - id: evals
+    title: "One training run's policies"
+    pick: last
+    columns:
+      - {id: arith, label: arith, task: arith, metric: acc}
+      - {id: gain, label: "paired gain", gain: arith}
+    rows:
+      - {id: ref, label: Reference, base: true, match: {evaluated: reference}}
+      - {id: control, label: Control, match: {evaluated: control}}
+      - {id: final, label: Final, match: {evaluated: final}}
+"""
+
+
+def test_each_evaluated_policy_shows_its_own_paired_gain(tmp_path):
+    """A training run's control row reads control_vs_reference, not the final policy's gain;
+    the reference row has none."""
+    r = result("dapo", 0.62, 0.3)
+    r["comparison"] = {"final_vs_reference": {"arith": {"diff": 0.02, "stderr": 0.006}},
+                       "control_vs_reference": {"arith": {"diff": -0.01, "stderr": 0.004}}}
+    write_results(tmp_path / "runs" / "dapo", r)
+    (tmp_path / "lb.yaml").write_text(EVALS)
+    render(tmp_path / "lb.yaml", out_dir=tmp_path / "out", draw_plots=False)
+    md = (tmp_path / "out" / "lb.md").read_text()
+    assert _row(md, "Final")[1] == "**+2.0** ± 0.6"  # bold: the best gain
+    assert _row(md, "Control")[1] == "-1.0 ± 0.4"
+    assert _row(md, "Reference")[1] == "–"

@@ -3,7 +3,8 @@
 Each cell is the mean over the row's seeds; its stderr is the standard error of that mean,
 sd / sqrt(k) over the k seeds (sample sd, k - 1 in the denominator), or for a single seed that
 run's own stderr. A ``gain`` column's per-run value is the paired-bootstrap gain of the run's
-final policy over its reference (``comparison.final_vs_reference.<task>``), so the mean gain
+final policy over its reference (``comparison.final_vs_reference.<task>``; in a row of a
+training run's control eval, ``control_vs_reference``), so the mean gain
 is over per-seed PAIRED gains; each row's note lists every seed's gain ± its paired stderr,
 so nothing is averaged away. Seeds are ordered by ``seed``, then path: the same files give the
 same bytes.
@@ -19,10 +20,19 @@ import math
 from dapo_bench.leaderboard import spec as S
 from dapo_bench.leaderboard.runs import Run
 
+# Which paired comparison of a training run's results a row's gain reads, by the policy the
+# row shows (``Run.evaluated``; None: the run itself, whose policy is the final one).
+_PAIRING = {None: "final_vs_reference", "final": "final_vs_reference",
+            "control": "control_vs_reference"}
+
 
 def run_gain(run: Run, task: str) -> tuple[float, float | None] | None:
-    """(gain, stderr) in points of the run's final policy over its reference on ``task``."""
-    c = run.get(f"comparison.final_vs_reference.{task}")
+    """(gain, stderr) in points over the reference on ``task`` of the policy the run shows: the
+    final one, or the control of an ``evaluated: control`` row; None for the reference itself."""
+    pairing = _PAIRING.get(run.evaluated)
+    if pairing is None:
+        return None
+    c = run.get(f"comparison.{pairing}.{task}")
     if not isinstance(c, dict) or c.get("diff") is None:
         return None
     se = c.get("stderr")
