@@ -94,3 +94,15 @@ def test_each_evaluated_policy_shows_its_own_paired_gain(tmp_path):
     assert _row(md, "Final")[1] == "**+2.0** ± 0.6"  # bold: the best gain
     assert _row(md, "Control")[1] == "-1.0 ± 0.4"
     assert _row(md, "Reference")[1] == "–"
+
+
+def test_an_iteration_row_shows_no_gain(tmp_path):
+    """Results hold no paired comparison per iteration: iteration 1 must not borrow the final
+    policy's gain."""
+    from dapo_bench.leaderboard.runs import load_run
+    from dapo_bench.leaderboard.seeds import run_gain
+
+    r = result("dapo", 0.62, 0.3, iterations=2, gains={"arith": (0.02, 0.006)})
+    runs = load_run(write_results(tmp_path / "r", r), "r/results.json")
+    assert run_gain(runs[0], "arith") == (2.0, 0.6)
+    assert [run_gain(x, "arith") for x in runs if x.iteration] == [None, None]

@@ -28,9 +28,10 @@ _PAIRING = {None: "final_vs_reference", "final": "final_vs_reference",
 
 def run_gain(run: Run, task: str) -> tuple[float, float | None] | None:
     """(gain, stderr) in points over the reference on ``task`` of the policy the run shows: the
-    final one, or the control of an ``evaluated: control`` row; None for the reference itself."""
+    final one, or the control of an ``evaluated: control`` row; None for the reference itself
+    and for an iteration row (results hold no paired comparison per iteration)."""
     pairing = _PAIRING.get(run.evaluated)
-    if pairing is None:
+    if pairing is None or run.iteration is not None:  # no iteration has its own pairing
         return None
     c = run.get(f"comparison.{pairing}.{task}")
     if not isinstance(c, dict) or c.get("diff") is None:

@@ -63,10 +63,10 @@ class Row:
 class Column:
     """A table column: a task metric (``task`` + ``metric``, a fraction rendered in percent
     with its stderr and n), an ``average`` of other column ids, a ``gain`` (a task name: the
-    paired-bootstrap gain of the run's final policy over its reference on that task,
-    ``comparison.final_vs_reference``, or ``control_vs_reference`` in an ``evaluated:
-    control`` row; none in an ``evaluated: reference`` one; in points with its stderr), or a raw ``field`` of the
-    result file (e.g. ``ledger.flops``; ``format``: ``sci``, ``int`` or a format string).
+    paired-bootstrap gain over its reference on that task, in points with its stderr: the
+    final policy's, ``comparison.final_vs_reference``, or in an ``evaluated: control`` row
+    ``control_vs_reference``; none in an ``evaluated: reference`` or an iteration row), or a
+    raw ``field`` of the result file (e.g. ``ledger.flops``; ``format``: ``sci``, ``int`` or a format string).
     ``best`` picks the bold cell (``max``/``min``/``none``; default ``max`` for percentages,
     ``none`` for fields). ``group`` is a header spanning consecutive columns (LaTeX only)."""
 
