@@ -102,10 +102,12 @@ class Table:
     of a dotted field among the runs that ``row_match`` selects, labelled ``row_label``).
     ``delta: row`` takes deltas against the base row (or each row's ``delta_to``);
     ``delta: column`` against ``base_column`` in the same row (the paper's Table 3 layout).
-    ``pick`` resolves several files matching one row: ``error`` (default) or ``last``
-    (greatest run_id, then path). ``seeds: true`` instead aggregates every file a row matches
-    (one per seed, ``leaderboard.seeds``): the mean over seeds ± the standard error of that
-    mean, and a note per row with each seed's paired gains."""
+    ``pick`` resolves several files matching one row: ``error`` (default), ``last``
+    (greatest run_id, then path) or ``by_task`` (each column from the one file that has it,
+    for a model evaluated in several runs; a column in two files is an error). ``seeds:
+    true`` instead aggregates every file a row matches (one per seed, ``leaderboard.seeds``):
+    the mean over seeds ± the standard error of that mean, and a note per row with each
+    seed's paired gains."""
 
     id: str
     title: str = ""
@@ -119,7 +121,7 @@ class Table:
     base_column: str | None = None
     decimals: int = 1
     bold: bool = True
-    pick: Literal["error", "last"] = "error"
+    pick: Literal["error", "last", "by_task"] = "error"
     seeds: bool = False
     reference: list[Reference] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)

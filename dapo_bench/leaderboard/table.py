@@ -139,6 +139,20 @@ def _measured_cells(t: S.Table, run: Run) -> dict[str, Cell]:
     return cells
 
 
+def _cells_by_task(t: S.Table, runs: list[Run], where: str) -> dict[str, Cell]:
+    """A row assembled from several eval runs of one model (``pick: by_task``): each column
+    from the one run that has it; two runs with the same column is an error, not a choice."""
+    cells: dict[str, Cell] = {}
+    source: dict[str, str] = {}
+    for run in runs:
+        for cid, cell in _measured_cells(t, run).items():
+            if cid in source:
+                raise UserError(f"{where}: column {cid} is in both {source[cid]} and "
+                                f"{run.path}; narrow the row's match")
+            cells[cid], source[cid] = cell, run.path
+    return cells
+
+
 def _published_cells(r: S.Row) -> dict[str, Cell]:
     return {k: Cell(float(v), None if r.stderr.get(k) is None else float(r.stderr[k]),
                     None if r.n.get(k) is None else int(r.n[k]))
@@ -184,6 +198,11 @@ def build_table(spec: S.Spec, t: S.Table, runs: list[Run],
                 note = seed_note(t, r.label or rid, mine)
                 if note:
                     notes.append(note)
+        elif t.pick == "by_task" and len(mine := [x for x in runs if matches(x, r.match)]) > 1:
+            cells = _cells_by_task(t, mine, f"{where} row {rid}")
+            used += mine
+            row = OutRow(rid, r.label or rid, "measured", ", ".join(x.path for x in mine),
+                         r.group, r.base, cells)
         else:
             run = pick([x for x in runs if matches(x, r.match)], f"{where} row {rid}", t.pick)
             if run is None:
