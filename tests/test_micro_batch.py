@@ -219,7 +219,10 @@ def test_a_dict_of_engines_accumulates_each(tok, rows, grads):
                         ledger=led, log_every=1)
         runs[mb] = (models, st, led)
     for k in ("actor", "critic"):
-        _same(runs[0][0][k], runs[5][0][k])
+        # one AdamW step moves a weight by ~lr * g / (|g| + eps): where |g| is near eps, float
+        # rounding of g moves the weight by a few thousandths of lr (2.6e-6 at lr 1e-3 on one
+        # CPU, over the old atol 1e-6); the gradients themselves are compared tightly below
+        _same(runs[0][0][k], runs[5][0][k], atol=1e-2 * LR)
     _same_grads(grads[:2], grads[2:])
     h0, h1 = runs[0][1].history[0], runs[5][1].history[0]
     for key in ("actor_loss", "critic_loss", "actor_grad_norm", "critic_grad_norm"):
