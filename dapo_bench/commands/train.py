@@ -81,6 +81,9 @@ def register(app: typer.Typer) -> None:
             help="CPU torch threads (default: the task's, e.g. 1 for arith's tiny policy; "
                  "else up to 2)")] = None,
         quiet: Annotated[bool, Opt(help="plain log lines, no progress bars")] = False,
+        checkpoint_every: Annotated[int, Opt(
+            help="save a training stage every K optimizer steps; a rerun resumes a killed "
+                 "stage there (0 = off: it restarts)")] = 0,
     ) -> None:
         """Train a policy with a registered method (DAPO = Liu et al., step-level, offline)."""
         if method not in METHOD_NAMES:  # before importing torch and the methods (seconds)
@@ -104,6 +107,7 @@ def register(app: typer.Typer) -> None:
             deepspeed=deepspeed, offload=offload, bf16=bf16, micro_batch=micro_batch,
             budget_flops=budget_flops, control=control, seed=seed, out=str(out),
             run_id=run_id, data_dir=str(data_dir) if data_dir else None, quiet=quiet,
+            checkpoint_every=checkpoint_every,
             **{k: v for k, v in (("control_batch_size", control_batch_size),
                                  ("control_lr", control_lr)) if v is not None},
         )

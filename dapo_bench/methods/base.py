@@ -52,7 +52,9 @@ class RunOptions:
     (``EngineConfig``, :meth:`engine_config`); budget_flops: the FLOP budget of training; control: also train/evaluate
     the equal-compute SFT control; control_lr / control_batch_size: its SFT settings; seed;
     out: parent dir of run dirs; run_id: run dir name (default: method-task-seed); data_dir:
-    benchmark files for file-backed tasks; quiet: plain log lines.
+    benchmark files for file-backed tasks; quiet: plain log lines; checkpoint_every: save a
+    training stage every this many optimizer steps, so a killed stage resumes there (0 = off;
+    ``training.checkpoint``).
     """
 
     model: str | None = None
@@ -75,6 +77,12 @@ class RunOptions:
     run_id: str | None = None
     data_dir: str | None = None
     quiet: bool = False
+    checkpoint_every: int = 0
+
+    def __post_init__(self) -> None:
+        ce = self.checkpoint_every
+        if isinstance(ce, bool) or not isinstance(ce, int) or ce < 0:
+            raise UserError(f"--checkpoint-every must be an integer >= 0 (0 = off), got {ce!r}")
 
     def engine_config(self) -> Any:
         """The run's training engine settings (``training.engine.EngineConfig``)."""
@@ -223,8 +231,8 @@ def run_training(
 
 
 # options that change nothing a run computes: a resumed run may differ in them (micro_batch
-# changes memory, not the update: the same run to float rounding)
-COSMETIC = ("quiet", "out", "run_id", "micro_batch")
+# changes memory, not the update: the same run to float rounding; checkpoints change nothing)
+COSMETIC = ("quiet", "out", "run_id", "micro_batch", "checkpoint_every")
 # options of the evaluation only: not part of the run id; a resumed run may extend them (more
 # eval tasks, a larger --eval-limit) without redoing generation or training
 EVAL_OPTIONS = ("eval_tasks", "eval_limit", "eval_max_new_tokens")

@@ -16,7 +16,12 @@ stages (``every_rank=False``) run on rank 0 alone inside ``dist.solo()`` while t
 then read its marker, as a resumed run does. The run dir must be visible to every rank (one
 node, or a shared filesystem).
 
-Not covered: resuming in the middle of a stage that is not append-only (it reruns from its start).
+With ``--checkpoint-every K`` a training stage saves a checkpoint every K optimizer steps
+(``stages/<name>.ckpt/``, :mod:`dapo_bench.training.checkpoint`) and a rerun resumes from the
+last one; the dir goes once the marker is written.
+
+Not covered: resuming in the middle of a stage that is neither append-only nor one training
+loop (GRPO/PPO's train stage reruns from its start).
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from typing import Any
 from dapo_bench import dist
 from dapo_bench.io import atomic_write_json, read_json
 from dapo_bench.ledger import Ledger, StageCount
+from dapo_bench.training import checkpoint
 
 
 class RunContext:
@@ -129,8 +135,10 @@ class RunContext:
         partial = marker.with_name(f"{name}.partial.json")
         before = float(read_json(partial)["seconds"]) if partial.is_file() else 0.0
         t0 = time.perf_counter()
+        ckpt_dir = marker.with_name(f"{name}.ckpt")
         try:
-            info = fn() or {}
+            with checkpoint.stage_scope(ckpt_dir, self.opts.checkpoint_every):
+                info = fn() or {}
         except BaseException:
             if dist.is_main():
                 atomic_write_json(partial, {"seconds": before + time.perf_counter() - t0})
@@ -148,6 +156,7 @@ class RunContext:
                                        "counts": self.counts.get(name, {}),
                                        **({"key": key} if key is not None else {})})
             partial.unlink(missing_ok=True)
+            checkpoint.remove(ckpt_dir)  # the marker supersedes the stage's checkpoints
         self.log(f"stage {name}: {secs:.1f}s, {_flops_note(info, self.ledger.stage_flops(name))}")
         return info
 

@@ -283,6 +283,17 @@ class DeepSpeedEngine:
         for group in self.engine.optimizer.param_groups:
             group["lr"] = lr
 
+    def save_state(self, path: Path) -> None:
+        """DeepSpeed's own checkpoint (module, ZeRO-partitioned optimizer state); every rank."""
+        self.engine.save_checkpoint(str(path), tag="state")
+
+    def load_state(self, path: Path) -> None:
+        load_path, _ = self.engine.load_checkpoint(str(path), tag="state",
+                                                   load_optimizer_states=True,
+                                                   load_lr_scheduler_states=False)
+        if load_path is None:
+            raise UserError(f"{path}: DeepSpeed found no checkpoint to resume from")
+
     def save(self, tokenizer: Any, out_dir: str | os.PathLike) -> Path:
         """Full weights (gathered at stage 3) via ``save_pretrained``, written by rank 0; every
         rank must call it and leaves after a barrier."""

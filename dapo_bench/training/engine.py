@@ -160,6 +160,21 @@ class Engine:
     def save(self, tokenizer: Any, out_dir: str | os.PathLike) -> Path:
         return save_policy(self.module, tokenizer, out_dir)
 
+    def save_state(self, path: Path) -> None:
+        """Module and optimizer state for a mid-stage checkpoint (``training.checkpoint``);
+        rank 0 writes it (every rank holds the same after a step)."""
+        from dapo_bench import dist
+
+        if dist.is_main():
+            path.mkdir(parents=True, exist_ok=True)
+            torch.save({"module": self.module.state_dict(),
+                        "optimizer": self.optimizer.state_dict()}, path / "state.pt")
+
+    def load_state(self, path: Path) -> None:
+        state = torch.load(path / "state.pt", map_location=self.device, weights_only=True)
+        self.module.load_state_dict(state["module"])
+        self.optimizer.load_state_dict(state["optimizer"])
+
 
 ENGINES: Registry[type] = Registry("training engine", modules=["dapo_bench.training.deepspeed"])
 ENGINES.add("torch", Engine, help="plain PyTorch AdamW in one process")

@@ -41,6 +41,12 @@ ranks), tokens and counts are summed, the ledger is charged the same tokens. A b
 between items only, so an item that a loss needs whole (DAPO's state with its actions, DPO's
 pair) stays whole. ``micro_batch`` changes memory, not the update; 0 = the whole share at once.
 
+Checkpoints: inside a stage that ``RunContext.run_stage`` runs with ``--checkpoint-every K``,
+the loop saves every K steps and, rerun, resumes from the last save: the batches stepped on
+before it are skipped, the rest are the steps an uninterrupted loop takes
+(:mod:`dapo_bench.training.checkpoint`). A loop that runs several times a stage (online methods)
+passes ``resume=False``.
+
 Not covered: mixed precision (the engine's), evaluation during training (callers do it in
 ``on_epoch``), micro-batches on the DeepSpeed engine (refused by ``EngineConfig``).
 """
@@ -57,6 +63,7 @@ from typing import Any
 from dapo_bench import dist
 from dapo_bench.errors import UserError
 from dapo_bench.ledger import Ledger
+from dapo_bench.training import checkpoint
 
 
 @dataclass(frozen=True)
@@ -111,6 +118,10 @@ class LoopStats:
     last_tokens: int = 0
 
 
+# what a mid-stage checkpoint keeps of LoopStats (training.checkpoint)
+_RESUMED = ("steps", "items", "epochs", "tokens", "loss", "history", "counts", "last_tokens")
+
+
 def shuffled_batches(n: int, size: int, seed: int) -> list[list[int]]:
     """``0..n-1`` in a seeded random order, cut into batches of at most ``size``."""
     if size < 1:
@@ -143,6 +154,7 @@ def train_loop(
     on_epoch: Callable[[int, LoopStats], bool] | None = None,
     stop: Callable[[], bool] | None = None,
     local: bool = False,
+    resume: bool = True,
 ) -> LoopStats:
     """Run the loop (see the module doc); returns what was done."""
     engines = engine if isinstance(engine, dict) else {"": engine}
@@ -153,14 +165,27 @@ def train_loop(
     t0 = time.perf_counter()
     window: list[dict] = []
     totals: dict[str, float] = {}
-    epoch = 0
+    epoch = skip = seen = 0
+    ckpt = checkpoint.take() if resume else None
+    key: dict = {}
+    if ckpt is not None:
+        key = {"stage": stage, "total_steps": total_steps, "world": dist.world_size(),
+               "engines": sorted(engines), "items": [len(b) for b in batches(0)]}
+        saved = ckpt.load(engines, key, ledger, stage)
+        if saved is not None:
+            epoch, skip, seen = saved["epoch"], saved["batches_done"], saved["seen"]
+            window, totals = saved["window"], saved["totals"]
+            for f in _RESUMED:
+                setattr(stats, f, saved[f])
+            t0 -= saved["seconds"]
     while stats.steps < total_steps and not stats.stopped:
         epoch_batches = batches(epoch)
         per_epoch = sum(len(b) for b in epoch_batches)
         if not per_epoch and not local:
             raise UserError(f"{stage}: no training data")
-        seen = 0
-        for items in epoch_batches:
+        for done, items in enumerate(epoch_batches):
+            if done < skip:  # stepped on before the checkpoint this run resumed from
+                continue
             if stats.steps >= total_steps:
                 break
             stats.stopped = _stop_reason(stop, ledger)
@@ -185,6 +210,11 @@ def train_loop(
                 totals[k] = totals.get(k, 0.0) + v
             if stats.steps % log_every == 0 or stats.steps == total_steps:
                 _log(stats, window, ledger, t0, on_log)
+            if ckpt is not None and ckpt.due(stats.steps, total_steps):
+                ckpt.save(engines, {
+                    "epoch": epoch, "batches_done": done + 1, "seen": seen, "window": window,
+                    "totals": totals, "seconds": time.perf_counter() - t0,
+                    **{f: getattr(stats, f) for f in _RESUMED}}, key, ledger, stage)
         else:
             epoch += 1
             stats.seconds = time.perf_counter() - t0
@@ -192,6 +222,7 @@ def train_loop(
                 stats.stopped = "callback"
             for e in engines.values():
                 e.module.train()
+        skip = seen = 0
     if window:
         _log(stats, window, ledger, t0, None)
     stats.means = {k: v / max(stats.steps, 1) for k, v in totals.items()}

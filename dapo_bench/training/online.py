@@ -205,7 +205,7 @@ def update_passes(engines: Any, rb: RolloutBatch, loss_fn, cfg: Any, *, ledger: 
             order = shuffled_batches(n, n, seed + 7919 * step + epoch)[0]
             return [order[n * i // per_epoch : n * (i + 1) // per_epoch] for i in range(per_epoch)]
     st = train_loop(engines, batches, loss_fn, total_steps=cfg.ppo_epochs * per_epoch,
-                    ledger=ledger, stage=stage, log_every=10**9, local=True)
+                    ledger=ledger, stage=stage, log_every=10**9, local=True, resume=False)
     return st.means
 
 
