@@ -101,6 +101,8 @@ CASES = [
      "--micro-batch 4 needs --deepspeed none"),
     ("train --method sft --control-batch-size 0 --out {d}/runs", "--control-batch-size must be >= 1"),
     ("train --method sft --control-lr -1 --out {d}/runs", "--control-lr must be > 0"),
+    ("train --method sft --checkpoint-every -1 --out {d}/runs",
+     "--checkpoint-every must be an integer >= 0"),
 ]
 
 

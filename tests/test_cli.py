@@ -152,8 +152,8 @@ def test_method_specific_flags_say_and_check_which_methods_take_them(tmp_path):
 
 
 def test_train_engine_and_control_flags_fill_the_run_options(cli, monkeypatch, tmp_path):
-    """--micro-batch, --control-batch-size and --control-lr reach RunOptions; unset, the
-    control keeps its defaults, which the help states."""
+    """--micro-batch, --control-batch-size, --control-lr and --checkpoint-every reach
+    RunOptions; unset, the control keeps its defaults, which the help states."""
     from dapo_bench.methods import base
     from dapo_bench.training.sft import CONTROL_BATCH_SIZE, CONTROL_LR
 
@@ -166,11 +166,12 @@ def test_train_engine_and_control_flags_fill_the_run_options(cli, monkeypatch, t
     monkeypatch.setattr(base, "run_training", fake_run)
     out = ["--out", str(tmp_path)]
     assert cli(["train", "--method", "sft", "--micro-batch", "8", "--control-batch-size", "4",
-                "--control-lr", "3e-5", *out])[0] == 2
+                "--control-lr", "3e-5", "--checkpoint-every", "50", *out])[0] == 2
     assert cli(["train", "--method", "sft", *out])[0] == 2
-    assert (seen[0].micro_batch, seen[0].control_batch_size, seen[0].control_lr) == (8, 4, 3e-5)
-    assert (seen[1].micro_batch, seen[1].control_batch_size, seen[1].control_lr) == (
-        0, CONTROL_BATCH_SIZE, CONTROL_LR)
+    assert (seen[0].micro_batch, seen[0].control_batch_size, seen[0].control_lr,
+            seen[0].checkpoint_every) == (8, 4, 3e-5, 50)
+    assert (seen[1].micro_batch, seen[1].control_batch_size, seen[1].control_lr,
+            seen[1].checkpoint_every) == (0, CONTROL_BATCH_SIZE, CONTROL_LR, 0)
     text = re.sub(r"\s+", " ", _help(("train",)))
     said = re.search(r"pairs per step \(default (\d+)\).*learning rate \(default ([\de.-]+)\)",
                      text)
