@@ -4,7 +4,8 @@
   byte one process's, the critic and actor train data parallel and end with the same weights;
 - a run killed in the MC stage resumes per shard: finished chunks are not generated again;
 - GRPO and PPO sample on both ranks and take the same first update as one process;
-- `dapo-bench eval` of a 6-problem task gives each rank 3 and the samples of one process.
+- `dapo-bench eval` of a 6-problem task gives each rank 3 and the samples of one process;
+- a training stage killed on both ranks resumes from its --checkpoint-every checkpoint.
 """
 
 import signal
@@ -96,32 +97,38 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-def test_a_killed_rank_resumes_its_shard_without_redoing_finished_chunks(model_dir, tmp_path):
-    sets = [s if not s.startswith("gen_chunk") else "gen_chunk=1" for s in DAPO_SETS]
-    run = tmp_path / "k"
-    # the two ranks as plain processes (what torchrun starts), so the test can SIGKILL them
-    argv = _cmd("dapo", model_dir, tmp_path, "k", sets)
-    argv = [sys.executable, *argv[argv.index("-m", 3):]]
+def _kill_ranks_when(cmd: list[str], ready, why: str) -> None:
+    """Start the two ranks of torchrun ``cmd`` as plain processes (what torchrun starts) and
+    SIGKILL both, mid-stage, once ``ready()``."""
+    argv = [sys.executable, *cmd[cmd.index("-m", 3):]]
     port = str(_free_port())
     procs = [subprocess.Popen(argv, env={**_env(), "RANK": str(r), "LOCAL_RANK": str(r),
                                          "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1",
                                          "MASTER_PORT": port},
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
              for r in range(2)]
-    shard, marker = run / "it1" / "mc.rank1.jsonl", run / "stages" / "it1.mc.json"
     deadline = time.time() + 300
     try:
         while time.time() < deadline:
-            if shard.exists() and shard.read_bytes().count(b"\n") >= 2:
+            if ready():
                 for p in procs:
-                    p.send_signal(signal.SIGKILL)  # both ranks, mid-stage
+                    p.send_signal(signal.SIGKILL)
                 break
-            assert all(p.poll() is None for p in procs), "a rank ended before the MC stage"
+            assert all(p.poll() is None for p in procs), why
             time.sleep(0.005)
     finally:
         for p in procs:
             p.kill()
             p.wait()
+
+
+def test_a_killed_rank_resumes_its_shard_without_redoing_finished_chunks(model_dir, tmp_path):
+    sets = [s if not s.startswith("gen_chunk") else "gen_chunk=1" for s in DAPO_SETS]
+    run = tmp_path / "k"
+    shard, marker = run / "it1" / "mc.rank1.jsonl", run / "stages" / "it1.mc.json"
+    _kill_ranks_when(_cmd("dapo", model_dir, tmp_path, "k", sets),
+                     lambda: shard.exists() and shard.read_bytes().count(b"\n") >= 2,
+                     "a rank ended before the MC stage")
     assert not marker.exists(), "the MC stage had finished before the kill"
     logged = sum(p.read_bytes().count(b"\n") for p in run.glob("it1/mc.rank*.jsonl"))
     assert logged >= 2
@@ -183,3 +190,24 @@ def test_eval_on_two_ranks_gives_each_rank_half_of_a_small_task(model_dir, tmp_p
     evaluate(model_dir, ["arith"], run_dir=tmp_path / "one", limit=6, max_new_tokens=6)
     two, one = (_untimed(tmp_path / d / "samples.jsonl") for d in ("two", "one"))
     assert two == one
+
+
+def test_a_stage_killed_on_two_ranks_resumes_from_its_checkpoint(model_dir, tmp_path):
+    """--checkpoint-every on the torch engine's data parallel ranks: SFT killed (SIGKILL, both
+    ranks) after a checkpoint, rerun under torchrun, ends with one process's policy."""
+    from dapo_bench.methods.base import RunOptions, run_training
+
+    sets = ["max_steps=24", "batch_size=8", "log_every=1", "optim.lr=1e-3"]
+    cmd = [*_cmd("sft", model_dir, tmp_path, "k", sets), "--checkpoint-every", "2"]
+    ckpt, marker = tmp_path / "k" / "stages" / "train.ckpt", tmp_path / "k" / "stages" / "train.json"
+    _kill_ranks_when(cmd, lambda: (ckpt / "latest.json").exists(), "a rank ended before a save")
+    assert not marker.exists(), "the stage had finished before the kill"
+    out = _run(cmd)
+    assert "train.ckpt: resuming the stage at step" in out.stderr, out.stderr[-2000:]
+    assert not ckpt.exists()
+    one = run_training("sft", RunOptions(model=model_dir, eval_limit=6, eval_max_new_tokens=6,
+                                         control=False, out=str(tmp_path), run_id="one",
+                                         quiet=True), overrides=sets)
+    res = read_json(tmp_path / "k" / "results.json")
+    assert res["ledger"] == one["ledger"] and len(res["history"]) == 24
+    _same_weights(tmp_path / "k" / "policy", tmp_path / "one" / "policy")

@@ -91,6 +91,8 @@ class StageCheckpoint:
                       f"this one is {key}); starting the stage over", file=sys.stderr)
             return None
         d = self.dir / f"step{head['step']}"
+        if dist.is_main():
+            print(f"{self.dir}: resuming the stage at step {head['step']}", file=sys.stderr)
         for name, e in engines.items():
             e.load_state(d / f"engine{'-' + name if name else ''}")
         _set_rng_state(torch.load(d / f"rng.rank{dist.rank()}.pt", weights_only=False))
