@@ -82,8 +82,8 @@ def register(app: typer.Typer) -> None:
                  "else up to 2)")] = None,
         quiet: Annotated[bool, Opt(help="plain log lines, no progress bars")] = False,
         checkpoint_every: Annotated[int, Opt(
-            help="save a training stage every K optimizer steps; a rerun resumes a killed "
-                 "stage there (0 = off: it restarts)")] = 0,
+            help="save a training stage every K steps (optimizer steps; GRPO/PPO: online "
+                 "steps); a rerun resumes a killed stage there (0 = off: it restarts)")] = 0,
     ) -> None:
         """Train a policy with a registered method (DAPO = Liu et al., step-level, offline)."""
         if method not in METHOD_NAMES:  # before importing torch and the methods (seconds)

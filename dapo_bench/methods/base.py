@@ -53,8 +53,8 @@ class RunOptions:
     the equal-compute SFT control; control_lr / control_batch_size: its SFT settings; seed;
     out: parent dir of run dirs; run_id: run dir name (default: method-task-seed); data_dir:
     benchmark files for file-backed tasks; quiet: plain log lines; checkpoint_every: save a
-    training stage every this many optimizer steps, so a killed stage resumes there (0 = off;
-    ``training.checkpoint``).
+    training stage every this many steps (optimizer steps; GRPO/PPO: online steps), so a killed
+    stage resumes there (0 = off; ``training.checkpoint``).
     """
 
     model: str | None = None

@@ -16,12 +16,13 @@ stages (``every_rank=False``) run on rank 0 alone inside ``dist.solo()`` while t
 then read its marker, as a resumed run does. The run dir must be visible to every rank (one
 node, or a shared filesystem).
 
-With ``--checkpoint-every K`` a training stage saves a checkpoint every K optimizer steps
-(``stages/<name>.ckpt/``, :mod:`dapo_bench.training.checkpoint`) and a rerun resumes from the
-last one; the dir goes once the marker is written.
+With ``--checkpoint-every K`` a training stage saves a checkpoint every K steps (optimizer
+steps; online steps for GRPO/PPO) (``stages/<name>.ckpt/``,
+:mod:`dapo_bench.training.checkpoint`) and a rerun resumes from the last one; the dir goes
+once the marker is written.
 
-Not covered: resuming in the middle of a stage that is neither append-only nor one training
-loop (GRPO/PPO's train stage reruns from its start).
+Not covered: resuming in the middle of a stage that is neither append-only nor checkpointed
+(eval stages rerun their unfinished tasks from the samples log).
 """
 
 from __future__ import annotations

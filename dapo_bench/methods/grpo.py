@@ -134,7 +134,7 @@ def train_grpo(
         policy, problems, n_prompts=cfg.prompts_per_step, n_samples=cfg.samples_per_prompt,
         params=lambda step: sampling_params(cfg, cfg.samples_per_prompt, seed * 100003 + step),
         update=update, max_steps=cfg.max_steps, max_length=cfg.max_length, score=score,
-        ledger=ledger, stage=stage, seed=seed, on_log=on_log,
+        ledger=ledger, stage=stage, seed=seed, engines={"": engine}, on_log=on_log,
     )
 
 

@@ -172,7 +172,7 @@ def train_ppo(
         policy, problems, n_prompts=cfg.rollout_batch, n_samples=1,
         params=lambda step: sampling_params(cfg, 1, seed * 100003 + step), update=update,
         max_steps=cfg.max_steps, max_length=cfg.max_length, score=score, ledger=ledger,
-        stage=stage, seed=seed, on_log=on_log,
+        stage=stage, seed=seed, engines=engines, on_log=on_log,
     )
 
 

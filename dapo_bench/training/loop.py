@@ -44,8 +44,8 @@ pair) stays whole. ``micro_batch`` changes memory, not the update; 0 = the whole
 Checkpoints: inside a stage that ``RunContext.run_stage`` runs with ``--checkpoint-every K``,
 the loop saves every K steps and, rerun, resumes from the last save: the batches stepped on
 before it are skipped, the rest are the steps an uninterrupted loop takes
-(:mod:`dapo_bench.training.checkpoint`). A loop that runs several times a stage (online methods)
-passes ``resume=False``.
+(:mod:`dapo_bench.training.checkpoint`). A loop that runs several times a stage (online methods,
+whose outer loop is the one checkpointed) passes ``resume=False``.
 
 Not covered: mixed precision (the engine's), evaluation during training (callers do it in
 ``on_epoch``), micro-batches on the DeepSpeed engine (refused by ``EngineConfig``).

@@ -5,7 +5,8 @@ one online step's rollouts as a tokenised batch, and the loop over online steps.
 - :func:`sample_step`: the next prompts' rollouts from the policy's current weights (through the
   one rollout path, ``training.rollouts.sample_groups``), tokenised as a :class:`RolloutBatch`.
 - :func:`online_loop`: ``max_steps`` online steps (sample, then the method's ``update``, which
-  runs the one training loop on the batch), stopping when the FLOP budget is spent.
+  runs the one training loop on the batch), stopping when the FLOP budget is spent; with
+  ``--checkpoint-every K`` it saves every K online steps and resumes after the last save.
 - :func:`update_passes`: ``ppo_epochs`` passes of minibatch steps over one online batch (the
   one training loop, with the method's loss).
 - :func:`chunked_logprobs`: per-token log-probs of a big batch, in row chunks, no grad.
@@ -45,6 +46,7 @@ from dapo_bench.errors import UserError
 from dapo_bench.generation.base import Generator, SamplingParams
 from dapo_bench.ledger import Ledger
 from dapo_bench.models import load_policy, save_policy
+from dapo_bench.training import checkpoint
 from dapo_bench.training.batches import PairBatch, pack_pairs, token_logprobs
 from dapo_bench.training.loop import shuffled_batches, train_loop
 from dapo_bench.training.rollouts import Group, Request, Score, TrainProblem, sample_groups
@@ -216,13 +218,30 @@ Update = Callable[[RolloutBatch, int], dict]
 def online_loop(policy: OnlinePolicy, problems: Sequence[TrainProblem], *, n_prompts: int,
                 n_samples: int, params: Callable[[int], SamplingParams], update: Update,
                 max_steps: int, max_length: int, score: Score, ledger: Ledger, stage: str,
-                seed: int, on_log: Callable[[dict], None] | None = None) -> list[dict]:
+                seed: int, engines: dict[str, Any],
+                on_log: Callable[[dict], None] | None = None) -> list[dict]:
     """``max_steps`` online steps: sample from the current weights, then ``update``; per-step
-    logs. Stops when ``ledger``'s FLOP budget is spent."""
+    logs. Stops when ``ledger``'s FLOP budget is spent.
+
+    Inside a checkpointed stage (``--checkpoint-every K``) it saves ``engines`` (every engine
+    ``update`` steps), the RNG, the history and the ledger every K online steps, and a rerun
+    resumes after the last save: the problem stream is replayed to the same place, rollouts are
+    seeded by step, so the steps after it are the ones an uninterrupted run takes."""
     stream = shuffled_cycle(problems, seed)
     history: list[dict] = []
     t0 = time.perf_counter()
-    for step in range(max_steps):
+    start = 0
+    ckpt = checkpoint.take()
+    key = {"stage": stage, "online_steps": max_steps, "world": dist.world_size(),
+           "engines": sorted(engines), "prompts": n_prompts, "samples": n_samples}
+    saved = ckpt.load(engines, key, ledger, stage) if ckpt is not None else None
+    if saved is not None:
+        start, history = saved["steps"], saved["history"]
+        t0 -= saved["seconds"]
+        for _ in range(start * n_prompts):  # the problems the saved steps sampled
+            next(stream)
+        policy.mark_updated()  # a generator with its own copy gets the loaded weights
+    for step in range(start, max_steps):
         if ledger.exhausted():
             break
         rb = sample_step(policy, stream, n_prompts, n_samples, score, params(step),
@@ -241,5 +260,8 @@ def online_loop(policy: OnlinePolicy, problems: Sequence[TrainProblem], *, n_pro
                         "response_cut": int(resp_cut)})
         if on_log:
             on_log(history[-1])
+        if ckpt is not None and ckpt.due(step + 1, max_steps) and not ledger.exhausted():
+            ckpt.save(engines, {"steps": step + 1, "history": history,
+                                "seconds": time.perf_counter() - t0}, key, ledger, stage)
     policy.model.eval()
     return history

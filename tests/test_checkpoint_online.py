@@ -1,0 +1,151 @@
+"""Checkpoints inside an online (GRPO, PPO) training stage: a run killed after a save and rerun
+resumes after its last saved online step and ends exactly where an uninterrupted run ends
+(weights, history, ledger), sampling only the steps it lacks; with a generator that holds its
+own copy of the weights (vLLM's way), the resumed generator samples from the loaded weights."""
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from dapo_bench.generation.hf import HFGenerator
+from dapo_bench.ledger import Ledger
+from dapo_bench.methods.grpo import GRPOConfig, train_grpo
+from dapo_bench.methods.ppo import PPOConfig, train_ppo
+from dapo_bench.models import count_params, save_policy
+from dapo_bench.toy.model import tiny_llama
+from dapo_bench.toy.tokenizer import build_char_tokenizer
+from dapo_bench.training import checkpoint
+from dapo_bench.training.engine import OptimConfig
+from dapo_bench.training.online import OnlinePolicy
+from dapo_bench.training.rollouts import TrainProblem
+
+torch.set_num_threads(1)
+PROBLEMS = [TrainProblem(f"p{i}", f"{i}+{i}\n", str(2 * i)) for i in range(8)]
+
+
+class Killed(Exception):
+    pass
+
+
+class OwnCopy:
+    """An HF generator seen as one that keeps its own weights (no ``model``): the online loop
+    trains a separate copy and must sync it before sampling, as with vLLM."""
+
+    model = None
+
+    def __init__(self, model_dir: str):
+        self._gen = HFGenerator(model_dir, batch_size=256)
+
+    def __getattr__(self, name):
+        return getattr(self._gen, name)
+
+
+def digit_fraction(texts, ids, finished):
+    return [sum(c.isdigit() for c in t) / max(len(t), 1) for t in texts]
+
+
+def _model_dir(tmp_path: Path) -> Path:
+    d = tmp_path / "m"
+    if not d.is_dir():
+        tok = build_char_tokenizer()
+        save_policy(tiny_llama(tok, seed=0, d=32, layers=2, heads=2, ffn=64), tok, d)
+    return d
+
+
+def _run(train, cfg, tmp_path, ckpt: str | None, *, kill_at=None, own_copy=False):
+    m = str(_model_dir(tmp_path))
+    gen = OwnCopy(m) if own_copy else HFGenerator(m, batch_size=256)
+    policy = OnlinePolicy(gen, m, tmp_path / f"sync-{ckpt}")
+    ledger = Ledger(n_params=count_params(policy.model))
+    logged = []
+
+    def on_log(row):
+        logged.append(row["step"])
+        if row["step"] == kill_at:
+            raise Killed
+
+    torch.manual_seed(123)
+    with checkpoint.stage_scope(tmp_path / str(ckpt), 2 if ckpt else 0):
+        hist = train(policy, PROBLEMS, cfg, ledger=ledger, score=digit_fraction, seed=5,
+                     on_log=on_log)
+    return policy.model, hist, ledger, logged
+
+
+def _timeless(history):
+    return [{k: v for k, v in row.items() if k != "seconds"} for row in history]
+
+
+def _same_run(a, b):
+    (ma, ha, la, _), (mb, hb, lb, _) = a, b
+    assert _timeless(ha) == _timeless(hb)
+    assert la.stages["train"] == lb.stages["train"]  # every token charged once
+    for x, y in zip(ma.state_dict().values(), mb.state_dict().values()):
+        assert torch.equal(x, y)
+
+
+GRPO = GRPOConfig(prompts_per_step=4, samples_per_prompt=4, max_new_tokens=6, minibatch_size=8,
+                  max_steps=5, ppo_epochs=2, optim=OptimConfig(lr=3e-3))
+PPO = PPOConfig(rollout_batch=8, max_new_tokens=6, minibatch_size=4, max_steps=5, ppo_epochs=2,
+                critic_lr=3e-3, optim=OptimConfig(lr=3e-3))
+
+
+@pytest.mark.parametrize("train,cfg,own_copy", [(train_grpo, GRPO, False),
+                                                (train_ppo, PPO, False),
+                                                (train_grpo, GRPO, True)],
+                         ids=["grpo", "ppo-actor-and-critic", "grpo-generator-own-copy"])
+def test_an_online_stage_killed_after_a_save_resumes_there(tmp_path, train, cfg, own_copy):
+    whole = _run(train, cfg, tmp_path, None, own_copy=own_copy)
+    with pytest.raises(Killed):
+        _run(train, cfg, tmp_path, "k", kill_at=3, own_copy=own_copy)  # saved at step 2
+    assert sorted(p.name for p in (tmp_path / "k").iterdir()) == ["latest.json", "step2"]
+    resumed = _run(train, cfg, tmp_path, "k", own_copy=own_copy)
+    assert resumed[3] == [3, 4, 5]  # only the steps after the save ran
+    assert len(whole[1]) == 5
+    _same_run(whole, resumed)
+
+
+def test_a_checkpoint_of_other_online_settings_is_ignored(tmp_path, capsys):
+    with pytest.raises(Killed):
+        _run(train_grpo, GRPO, tmp_path, "k", kill_at=3)
+    other = GRPOConfig(**{**GRPO.__dict__, "prompts_per_step": 2})
+    fresh = _run(train_grpo, other, tmp_path, None)
+    again = _run(train_grpo, other, tmp_path, "k")
+    assert "a checkpoint of another training loop" in capsys.readouterr().err
+    assert again[3] == [1, 2, 3, 4, 5]
+    _same_run(fresh, again)
+
+
+def test_a_grpo_run_killed_mid_stage_resumes_to_the_same_policy(tmp_path, monkeypatch):
+    from dapo_bench.methods.base import RunOptions, run_training
+    from dapo_bench.models import load_policy
+    from dapo_bench.training import online
+
+    kw = {"task": "arith", "eval_tasks": ("arith",), "eval_limit": 2, "control": False,
+          "quiet": True, "out": str(tmp_path), "checkpoint_every": 2}
+    sets = ["max_steps=4", "prompts_per_step=4", "samples_per_prompt=2", "max_new_tokens=8",
+            "minibatch_size=8"]
+    whole = run_training("grpo", RunOptions(**kw, run_id="whole"), preset="toy", overrides=sets)
+    real, calls = online.sample_step, []
+
+    def dies_in_step_3(*a, **k):
+        calls.append(1)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return real(*a, **k)
+
+    monkeypatch.setattr(online, "sample_step", dies_in_step_3)
+    with pytest.raises(KeyboardInterrupt):
+        run_training("grpo", RunOptions(**kw, run_id="killed"), preset="toy", overrides=sets)
+    run = tmp_path / "killed"
+    assert (run / "stages" / "train.ckpt" / "step2").is_dir()
+    monkeypatch.setattr(online, "sample_step", real)
+    again = run_training("grpo", RunOptions(**kw, run_id="killed"), preset="toy", overrides=sets)
+    assert not (run / "stages" / "train.ckpt").exists()  # the marker supersedes it
+    assert _timeless(again["history"]) == _timeless(whole["history"])
+    assert len(whole["history"]) == 4
+    assert again["ledger"]["stages"] == whole["ledger"]["stages"]
+    a, _ = load_policy(str(tmp_path / "whole" / "policy"))
+    b, _ = load_policy(str(run / "policy"))
+    for x, y in zip(a.state_dict().values(), b.state_dict().values()):
+        assert torch.equal(x, y)
