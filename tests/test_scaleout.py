@@ -5,7 +5,8 @@
 - a run killed in the MC stage resumes per shard: finished chunks are not generated again;
 - GRPO and PPO sample on both ranks and take the same first update as one process;
 - `dapo-bench eval` of a 6-problem task gives each rank 3 and the samples of one process;
-- a training stage killed on both ranks resumes from its --checkpoint-every checkpoint.
+- a training stage (SFT, GRPO) killed on both ranks resumes from its --checkpoint-every
+  checkpoint.
 """
 
 import signal
@@ -211,3 +212,23 @@ def test_a_stage_killed_on_two_ranks_resumes_from_its_checkpoint(model_dir, tmp_
     res = read_json(tmp_path / "k" / "results.json")
     assert res["ledger"] == one["ledger"] and len(res["history"]) == 24
     _same_weights(tmp_path / "k" / "policy", tmp_path / "one" / "policy")
+
+
+def test_an_online_stage_killed_on_two_ranks_resumes_from_its_checkpoint(model_dir, tmp_path):
+    """GRPO on 2 ranks, both SIGKILLed after a save and rerun, ends as an uninterrupted 2-rank
+    run: the same history, ledger and policy."""
+    sets = ["prompts_per_step=4", "samples_per_prompt=2", "max_new_tokens=8", "minibatch_size=4",
+            "max_steps=6", "optim.lr=1e-3"]
+    cmd = [*_cmd("grpo", model_dir, tmp_path, "k", sets), "--checkpoint-every", "2"]
+    ckpt, marker = tmp_path / "k" / "stages" / "train.ckpt", tmp_path / "k" / "stages" / "train.json"
+    _kill_ranks_when(cmd, lambda: (ckpt / "latest.json").exists(), "a rank ended before a save")
+    assert not marker.exists(), "the stage had finished before the kill"
+    out = _run(cmd)
+    assert "train.ckpt: resuming the stage at step" in out.stderr, out.stderr[-2000:]
+    assert not ckpt.exists()
+    _run(_cmd("grpo", model_dir, tmp_path, "w", sets))
+    res, whole = (read_json(tmp_path / r / "results.json") for r in ("k", "w"))
+    assert res["ledger"] == whole["ledger"] and len(res["history"]) == 6
+    assert [{k: v for k, v in h.items() if k != "seconds"} for h in res["history"]] == \
+        [{k: v for k, v in h.items() if k != "seconds"} for h in whole["history"]]
+    _same_weights(tmp_path / "k" / "policy", tmp_path / "w" / "policy", atol=0)
