@@ -2,7 +2,8 @@
 checkpoint and ends exactly where an uninterrupted loop ends (weights, AdamW state, history,
 tokens, ledger, RNG: the model has dropout); a checkpoint of another loop is ignored; a finished
 stage's checkpoints are removed; through ``run_training`` an SFT run killed mid-stage and
-resumed writes the same policy as one never killed."""
+resumed writes the same policy as one never killed, and a DAPO run killed in its critic stage,
+then in its actor stage, writes the critic and actor of one never killed."""
 
 from pathlib import Path
 
@@ -115,3 +116,47 @@ def test_sft_run_killed_mid_stage_resumes_to_the_same_policy(tmp_path, monkeypat
     b, _ = load_policy(str(run / "policy"))
     for x, y in zip(a.state_dict().values(), b.state_dict().values()):
         assert torch.equal(x, y)
+
+
+def test_dapo_killed_in_its_critic_then_its_actor_resumes_each(model_dir, tmp_path, monkeypatch):
+    from dapo_bench.io import read_json
+    from dapo_bench.methods.base import RunOptions, run_training
+    from dapo_bench.methods.dapo import actor, critic
+    from dapo_bench.models import load_policy
+    from dapo_bench.training.value import ValueModel
+
+    sets = ["n_problems=12", "n_samples=2", "n_rollouts=2", "mc_samples=4", "max_new_tokens=12",
+            "gen_chunk=4", "critic.epochs=1", "actor.epochs=1", "advantage=critic",
+            "min_spread=0", "critic.batch_size=4", "actor.batch_actions=4"]
+    kw = {"model": model_dir, "eval_limit": 6, "eval_max_new_tokens": 6, "control": False,
+          "quiet": True, "out": str(tmp_path), "checkpoint_every": 2}
+    whole = run_training("dapo", RunOptions(**kw, run_id="whole"), overrides=sets)
+    stages = tmp_path / "k" / "stages"
+    for mod, name, stage in ((critic, "soft_bce", "it1.critic"),
+                             (actor, "dapo_actor_loss", "it1.actor")):
+        real, calls = getattr(mod, name), []
+
+        def dies_in_step_3(*a, _real=real, _calls=calls, **k):
+            _calls.append(1)
+            if len(_calls) == 3:
+                raise KeyboardInterrupt
+            return _real(*a, **k)
+
+        monkeypatch.setattr(mod, name, dies_in_step_3)
+        with pytest.raises(KeyboardInterrupt):
+            run_training("dapo", RunOptions(**kw, run_id="k"), overrides=sets)
+        assert (stages / f"{stage}.ckpt" / "step2").is_dir() and not (stages / f"{stage}.json").exists()
+        monkeypatch.setattr(mod, name, real)
+    again = run_training("dapo", RunOptions(**kw, run_id="k"), overrides=sets)
+    assert not list(stages.glob("*.ckpt"))
+    assert again["ledger"]["stages"] == whole["ledger"]["stages"]
+    for stage in ("it1.critic", "it1.actor"):
+        got, want = (read_json(tmp_path / r / "stages" / f"{stage}.json")["info"]
+                     for r in ("k", "whole"))
+        assert _timeless(got["history"]) == _timeless(want["history"]), stage
+    assert len(read_json(stages / "it1.actor.json")["info"]["history"]) >= 4
+    for load, sub in ((load_policy, "actor"), (ValueModel.load, "critic")):
+        a, _ = load(tmp_path / "whole" / "it1" / sub)
+        b, _ = load(tmp_path / "k" / "it1" / sub)
+        for x, y in zip(a.state_dict().values(), b.state_dict().values()):
+            assert torch.equal(x, y), sub
