@@ -1,6 +1,8 @@
 """The GPU model list (leaderboards/models.yaml) parses offline into the eval runs
 bench/leaderboard_models.py would start, and a result file written where it writes one fills
-that model's row (a fixture result, labelled as such; nothing is evaluated here)."""
+that model's row (a fixture result, labelled as such); and the command itself, run on CPU with a
+tiny local model in place of a hub model (--limit 1, the benchmark files of ../shared/data),
+evaluates every task of both tables and renders the quick-pass tables."""
 
 import importlib.util
 import shutil
@@ -8,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from _data import DATA
 
 from dapo_bench.errors import UserError
 from dapo_bench.leaderboard import render
@@ -87,3 +90,58 @@ def test_a_result_where_the_script_writes_fills_its_row(tmp_path):
     assert row.count("75.00 ± 25.00") == 7
     code_row = [x for x in md.splitlines() if x.startswith("| Qwen2.5-Math-7B-Instruct (meas")][1]
     assert "75.0" not in code_row  # the math run does not leak into the code table
+
+
+@pytest.mark.skipif(not DATA.is_dir(), reason=f"{DATA} absent (benchmark files)")
+def test_the_command_evaluates_a_model_on_every_task_and_renders_its_rows(tmp_path, capsys,
+                                                                         monkeypatch):
+    """The documented GPU command, run for real on CPU (hf backend, --limit 1) with a tiny local
+    model in place of the first hub model: one eval per table over all of its tasks, then the
+    quick-pass tables with that model's row filled; a rerun skips both evals."""
+    import yaml
+
+    from dapo_bench.models import save_policy
+    from dapo_bench.toy.model import tiny_llama
+    from dapo_bench.toy.tokenizer import build_char_tokenizer
+
+    tok = build_char_tokenizer()
+    save_policy(tiny_llama(tok, d=32, layers=1, heads=2, ffn=64), tok, tmp_path / "tiny")
+    spec = yaml.safe_load(SPEC.read_text())
+    for table in spec["tables"]:  # the first measured row becomes the tiny model, others go
+        rows = [r for r in table["rows"] if "match" not in r or r["id"] == "qwen15"]
+        rows[0]["match"]["model.path"] = str(tmp_path / "tiny")
+        table["rows"] = rows
+        for col in list(table["columns"]):  # a task whose file is not here (LiveCodeBench)
+            if col.get("task") and not _has_data(col["task"]):
+                table["columns"].remove(col)
+                for ref in table.get("reference", []):
+                    ref["columns"].pop(col["id"], None)
+    (tmp_path / "models.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
+    shutil.copy(ROOT / "leaderboards" / "paper.yaml", tmp_path / "paper.yaml")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    argv = ["models.yaml", "--limit", "1", "--data-dir", str(DATA)]
+    assert _mod().main(argv) == 0
+    out = tmp_path / "runs" / "models-limit1"
+    assert sorted(p.relative_to(out).as_posix() for p in out.glob("*/*/results.json")) == \
+        ["code/tiny/results.json", "math/tiny/results.json"]
+    md = (out / "models.md").read_text()
+    rows = [x for x in md.splitlines() if x.startswith("| Qwen2.5-Math-1.5B-Instruct (measured)")]
+    cells = [[c.strip() for c in r.strip("|").split("|")[1:]] for r in rows]
+    assert [len(c) for c in cells] == [len(t["columns"]) for t in spec["tables"]]
+    assert len(cells[0]) == 7 and all("–" not in c for row in cells for c in row)
+    capsys.readouterr()
+    assert _mod().main(argv) == 0  # a rerun evaluates nothing and renders the same tables
+    assert capsys.readouterr().out.count("# done, skipped: ") == 2
+    assert (out / "models.md").read_text() == md
+
+
+def _has_data(task: str) -> bool:
+    from dapo_bench.tasks import load_task
+
+    try:
+        load_task(task, data_dir=DATA, limit=1)
+    except UserError as e:  # its file is not here: the test leaves the task out
+        assert "not found" in str(e)
+        return False
+    return True
