@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from _resume import kill_and_resume, same_state, timeless
 
 from dapo_bench.ledger import Ledger
 from dapo_bench.training import checkpoint
@@ -21,10 +22,6 @@ Y = X.sum(dim=1, keepdim=True)
 
 class Killed(Exception):
     pass
-
-
-def _timeless(history):
-    return [{k: v for k, v in row.items() if k != "seconds"} for row in history]
 
 
 def _run(ckpt_dir: Path | None, *, init_seed=0, kill_at=None, total=10, every=3):
@@ -59,7 +56,7 @@ def test_a_killed_loop_resumes_at_its_checkpoint_and_ends_as_one_never_killed(tm
     assert calls1 == calls0[6:]  # steps 7-10 only, on the same batches
     for a, b in zip(whole.state_dict().values(), resumed.state_dict().values()):
         assert torch.equal(a, b)
-    assert _timeless(s1.history) == _timeless(s0.history) and s1.steps == s0.steps == 10
+    assert timeless(s1.history) == timeless(s0.history) and s1.steps == s0.steps == 10
     assert (s1.tokens, s1.items, s1.epochs, s1.counts, s1.loss) == \
         (s0.tokens, s0.items, s0.epochs, s0.counts, s0.loss)
     assert s1.means == pytest.approx(s0.means, rel=1e-12)
@@ -72,7 +69,7 @@ def test_a_checkpoint_of_another_loop_is_ignored(tmp_path, capsys):
     fresh, s_fresh, _, _ = _run(None, total=8)
     again, s_again, _, calls = _run(tmp_path / "c", total=8)  # other total steps
     assert "a checkpoint of another training loop" in capsys.readouterr().err
-    assert len(calls) == 8 and _timeless(s_again.history) == _timeless(s_fresh.history)
+    assert len(calls) == 8 and timeless(s_again.history) == timeless(s_fresh.history)
     for a, b in zip(fresh.state_dict().values(), again.state_dict().values()):
         assert torch.equal(a, b)
 
@@ -86,41 +83,20 @@ def test_one_resumable_loop_a_stage():
 
 
 def test_sft_run_killed_mid_stage_resumes_to_the_same_policy(tmp_path, monkeypatch):
-    from dapo_bench.methods.base import RunOptions, run_training
     from dapo_bench.models import load_policy
     from dapo_bench.training import sft
 
-    kw = {"task": "arith", "eval_tasks": ("arith",), "eval_limit": 2, "control": False,
-          "quiet": True, "out": str(tmp_path), "checkpoint_every": 2}
+    kw = {"task": "arith", "eval_tasks": ("arith",), "eval_limit": 2}
     sets = ["epochs=0.005", "batch_size=8", "log_every=1"]
-    whole = run_training("sft", RunOptions(**kw, run_id="whole"), preset="toy", overrides=sets)
-    real, calls = sft.sft_loss, []
-
-    def dies_in_step_4(*a, **k):
-        calls.append(1)
-        if len(calls) == 4:
-            raise KeyboardInterrupt
-        return real(*a, **k)
-
-    monkeypatch.setattr(sft, "sft_loss", dies_in_step_4)
-    with pytest.raises(KeyboardInterrupt):
-        run_training("sft", RunOptions(**kw, run_id="killed"), preset="toy", overrides=sets)
-    run = tmp_path / "killed"
-    assert (run / "stages" / "train.ckpt" / "step2").is_dir()
-    monkeypatch.setattr(sft, "sft_loss", real)
-    again = run_training("sft", RunOptions(**kw, run_id="killed"), preset="toy", overrides=sets)
-    assert not (run / "stages" / "train.ckpt").exists()  # the marker supersedes it
-    assert _timeless(again["history"]) == _timeless(whole["history"]) and len(whole["history"]) >= 4
-    assert again["ledger"]["stages"] == whole["ledger"]["stages"]
-    a, _ = load_policy(str(tmp_path / "whole" / "policy"))
-    b, _ = load_policy(str(run / "policy"))
-    for x, y in zip(a.state_dict().values(), b.state_dict().values()):
-        assert torch.equal(x, y)
+    whole, again = kill_and_resume(monkeypatch, tmp_path, "sft", kw, sets,
+                                   [(sft, "sft_loss", "train")], preset="toy")
+    assert timeless(again["history"]) == timeless(whole["history"]) and len(whole["history"]) >= 4
+    same_state(load_policy(str(tmp_path / "whole" / "policy"))[0],
+               load_policy(str(tmp_path / "k" / "policy"))[0])
 
 
 def test_dapo_killed_in_its_critic_then_its_actor_resumes_each(model_dir, tmp_path, monkeypatch):
     from dapo_bench.io import read_json
-    from dapo_bench.methods.base import RunOptions, run_training
     from dapo_bench.methods.dapo import actor, critic
     from dapo_bench.models import load_policy
     from dapo_bench.training.value import ValueModel
@@ -128,35 +104,13 @@ def test_dapo_killed_in_its_critic_then_its_actor_resumes_each(model_dir, tmp_pa
     sets = ["n_problems=12", "n_samples=2", "n_rollouts=2", "mc_samples=4", "max_new_tokens=12",
             "gen_chunk=4", "critic.epochs=1", "actor.epochs=1", "advantage=critic",
             "min_spread=0", "critic.batch_size=4", "actor.batch_actions=4"]
-    kw = {"model": model_dir, "eval_limit": 6, "eval_max_new_tokens": 6, "control": False,
-          "quiet": True, "out": str(tmp_path), "checkpoint_every": 2}
-    whole = run_training("dapo", RunOptions(**kw, run_id="whole"), overrides=sets)
-    stages = tmp_path / "k" / "stages"
-    for mod, name, stage in ((critic, "soft_bce", "it1.critic"),
-                             (actor, "dapo_actor_loss", "it1.actor")):
-        real, calls = getattr(mod, name), []
-
-        def dies_in_step_3(*a, _real=real, _calls=calls, **k):
-            _calls.append(1)
-            if len(_calls) == 3:
-                raise KeyboardInterrupt
-            return _real(*a, **k)
-
-        monkeypatch.setattr(mod, name, dies_in_step_3)
-        with pytest.raises(KeyboardInterrupt):
-            run_training("dapo", RunOptions(**kw, run_id="k"), overrides=sets)
-        assert (stages / f"{stage}.ckpt" / "step2").is_dir() and not (stages / f"{stage}.json").exists()
-        monkeypatch.setattr(mod, name, real)
-    again = run_training("dapo", RunOptions(**kw, run_id="k"), overrides=sets)
-    assert not list(stages.glob("*.ckpt"))
-    assert again["ledger"]["stages"] == whole["ledger"]["stages"]
+    kw = {"model": model_dir, "eval_limit": 6, "eval_max_new_tokens": 6}
+    kill_and_resume(monkeypatch, tmp_path, "dapo", kw, sets,
+                    [(critic, "soft_bce", "it1.critic"), (actor, "dapo_actor_loss", "it1.actor")])
     for stage in ("it1.critic", "it1.actor"):
         got, want = (read_json(tmp_path / r / "stages" / f"{stage}.json")["info"]
                      for r in ("k", "whole"))
-        assert _timeless(got["history"]) == _timeless(want["history"]), stage
-    assert len(read_json(stages / "it1.actor.json")["info"]["history"]) >= 4
+        assert timeless(got["history"]) == timeless(want["history"]), stage
+    assert len(read_json(tmp_path / "k" / "stages" / "it1.actor.json")["info"]["history"]) >= 4
     for load, sub in ((load_policy, "actor"), (ValueModel.load, "critic")):
-        a, _ = load(tmp_path / "whole" / "it1" / sub)
-        b, _ = load(tmp_path / "k" / "it1" / sub)
-        for x, y in zip(a.state_dict().values(), b.state_dict().values()):
-            assert torch.equal(x, y), sub
+        same_state(load(tmp_path / "whole" / "it1" / sub)[0], load(tmp_path / "k" / "it1" / sub)[0])

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from _resume import kill_and_resume, same_state, timeless
 
 from dapo_bench.generation.hf import HFGenerator
 from dapo_bench.ledger import Ledger
@@ -72,16 +73,11 @@ def _run(train, cfg, tmp_path, ckpt: str | None, *, kill_at=None, own_copy=False
     return policy.model, hist, ledger, logged
 
 
-def _timeless(history):
-    return [{k: v for k, v in row.items() if k != "seconds"} for row in history]
-
-
 def _same_run(a, b):
     (ma, ha, la, _), (mb, hb, lb, _) = a, b
-    assert _timeless(ha) == _timeless(hb)
+    assert timeless(ha) == timeless(hb)
     assert la.stages["train"] == lb.stages["train"]  # every token charged once
-    for x, y in zip(ma.state_dict().values(), mb.state_dict().values()):
-        assert torch.equal(x, y)
+    same_state(ma, mb)
 
 
 GRPO = GRPOConfig(prompts_per_step=4, samples_per_prompt=4, max_new_tokens=6, minibatch_size=8,
@@ -117,35 +113,14 @@ def test_a_checkpoint_of_other_online_settings_is_ignored(tmp_path, capsys):
 
 
 def test_a_grpo_run_killed_mid_stage_resumes_to_the_same_policy(tmp_path, monkeypatch):
-    from dapo_bench.methods.base import RunOptions, run_training
     from dapo_bench.models import load_policy
     from dapo_bench.training import online
 
-    kw = {"task": "arith", "eval_tasks": ("arith",), "eval_limit": 2, "control": False,
-          "quiet": True, "out": str(tmp_path), "checkpoint_every": 2}
+    kw = {"task": "arith", "eval_tasks": ("arith",), "eval_limit": 2}
     sets = ["max_steps=4", "prompts_per_step=4", "samples_per_prompt=2", "max_new_tokens=8",
             "minibatch_size=8"]
-    whole = run_training("grpo", RunOptions(**kw, run_id="whole"), preset="toy", overrides=sets)
-    real, calls = online.sample_step, []
-
-    def dies_in_step_3(*a, **k):
-        calls.append(1)
-        if len(calls) == 3:
-            raise KeyboardInterrupt
-        return real(*a, **k)
-
-    monkeypatch.setattr(online, "sample_step", dies_in_step_3)
-    with pytest.raises(KeyboardInterrupt):
-        run_training("grpo", RunOptions(**kw, run_id="killed"), preset="toy", overrides=sets)
-    run = tmp_path / "killed"
-    assert (run / "stages" / "train.ckpt" / "step2").is_dir()
-    monkeypatch.setattr(online, "sample_step", real)
-    again = run_training("grpo", RunOptions(**kw, run_id="killed"), preset="toy", overrides=sets)
-    assert not (run / "stages" / "train.ckpt").exists()  # the marker supersedes it
-    assert _timeless(again["history"]) == _timeless(whole["history"])
-    assert len(whole["history"]) == 4
-    assert again["ledger"]["stages"] == whole["ledger"]["stages"]
-    a, _ = load_policy(str(tmp_path / "whole" / "policy"))
-    b, _ = load_policy(str(run / "policy"))
-    for x, y in zip(a.state_dict().values(), b.state_dict().values()):
-        assert torch.equal(x, y)
+    whole, again = kill_and_resume(monkeypatch, tmp_path, "grpo", kw, sets,
+                                   [(online, "sample_step", "train")], preset="toy")
+    assert timeless(again["history"]) == timeless(whole["history"]) and len(whole["history"]) == 4
+    same_state(load_policy(str(tmp_path / "whole" / "policy"))[0],
+               load_policy(str(tmp_path / "k" / "policy"))[0])

@@ -193,19 +193,26 @@ def test_eval_on_two_ranks_gives_each_rank_half_of_a_small_task(model_dir, tmp_p
     assert two == one
 
 
-def test_a_stage_killed_on_two_ranks_resumes_from_its_checkpoint(model_dir, tmp_path):
-    """--checkpoint-every on the torch engine's data parallel ranks: SFT killed (SIGKILL, both
-    ranks) after a checkpoint, rerun under torchrun, ends with one process's policy."""
-    from dapo_bench.methods.base import RunOptions, run_training
-
-    sets = ["max_steps=24", "batch_size=8", "log_every=1", "optim.lr=1e-3"]
-    cmd = [*_cmd("sft", model_dir, tmp_path, "k", sets), "--checkpoint-every", "2"]
+def _kill_after_a_save_and_resume(method: str, model_dir: str, tmp_path: Path,
+                                  sets: list[str]) -> None:
+    """Run ``method`` on 2 ranks as run ``k`` with --checkpoint-every 2, SIGKILL both ranks once
+    its train stage saved, rerun it to the end and check that it resumed from the save."""
+    cmd = [*_cmd(method, model_dir, tmp_path, "k", sets), "--checkpoint-every", "2"]
     ckpt, marker = tmp_path / "k" / "stages" / "train.ckpt", tmp_path / "k" / "stages" / "train.json"
     _kill_ranks_when(cmd, lambda: (ckpt / "latest.json").exists(), "a rank ended before a save")
     assert not marker.exists(), "the stage had finished before the kill"
     out = _run(cmd)
     assert "train.ckpt: resuming the stage at step" in out.stderr, out.stderr[-2000:]
     assert not ckpt.exists()
+
+
+def test_a_stage_killed_on_two_ranks_resumes_from_its_checkpoint(model_dir, tmp_path):
+    """--checkpoint-every on the torch engine's data parallel ranks: SFT killed (SIGKILL, both
+    ranks) after a checkpoint, rerun under torchrun, ends with one process's policy."""
+    from dapo_bench.methods.base import RunOptions, run_training
+
+    sets = ["max_steps=24", "batch_size=8", "log_every=1", "optim.lr=1e-3"]
+    _kill_after_a_save_and_resume("sft", model_dir, tmp_path, sets)
     one = run_training("sft", RunOptions(model=model_dir, eval_limit=6, eval_max_new_tokens=6,
                                          control=False, out=str(tmp_path), run_id="one",
                                          quiet=True), overrides=sets)
@@ -219,13 +226,7 @@ def test_an_online_stage_killed_on_two_ranks_resumes_from_its_checkpoint(model_d
     run: the same history, ledger and policy."""
     sets = ["prompts_per_step=4", "samples_per_prompt=2", "max_new_tokens=8", "minibatch_size=4",
             "max_steps=6", "optim.lr=1e-3"]
-    cmd = [*_cmd("grpo", model_dir, tmp_path, "k", sets), "--checkpoint-every", "2"]
-    ckpt, marker = tmp_path / "k" / "stages" / "train.ckpt", tmp_path / "k" / "stages" / "train.json"
-    _kill_ranks_when(cmd, lambda: (ckpt / "latest.json").exists(), "a rank ended before a save")
-    assert not marker.exists(), "the stage had finished before the kill"
-    out = _run(cmd)
-    assert "train.ckpt: resuming the stage at step" in out.stderr, out.stderr[-2000:]
-    assert not ckpt.exists()
+    _kill_after_a_save_and_resume("grpo", model_dir, tmp_path, sets)
     _run(_cmd("grpo", model_dir, tmp_path, "w", sets))
     res, whole = (read_json(tmp_path / r / "results.json") for r in ("k", "w"))
     assert res["ledger"] == whole["ledger"] and len(res["history"]) == 6
