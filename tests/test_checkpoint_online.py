@@ -1,7 +1,8 @@
 """Checkpoints inside an online (GRPO, PPO) training stage: a run killed after a save and rerun
 resumes after its last saved online step and ends exactly where an uninterrupted run ends
 (weights, history, ledger), sampling only the steps it lacks; with a generator that holds its
-own copy of the weights (vLLM's way), the resumed generator samples from the loaded weights."""
+own copy of the weights (vLLM's way), the resumed generator samples from the loaded weights;
+PPO on a ZeRO-2 DeepSpeed engine (DeepSpeed's own checkpoint of actor and critic) resumes too."""
 
 from pathlib import Path
 
@@ -17,7 +18,7 @@ from dapo_bench.models import count_params, save_policy
 from dapo_bench.toy.model import tiny_llama
 from dapo_bench.toy.tokenizer import build_char_tokenizer
 from dapo_bench.training import checkpoint
-from dapo_bench.training.engine import OptimConfig
+from dapo_bench.training.engine import ONE_PROCESS, EngineConfig, OptimConfig
 from dapo_bench.training.online import OnlinePolicy
 from dapo_bench.training.rollouts import TrainProblem
 
@@ -54,7 +55,8 @@ def _model_dir(tmp_path: Path) -> Path:
     return d
 
 
-def _run(train, cfg, tmp_path, ckpt: str | None, *, kill_at=None, own_copy=False):
+def _run(train, cfg, tmp_path, ckpt: str | None, *, kill_at=None, own_copy=False,
+         engine_cfg=ONE_PROCESS):
     m = str(_model_dir(tmp_path))
     gen = OwnCopy(m) if own_copy else HFGenerator(m, batch_size=256)
     policy = OnlinePolicy(gen, m, tmp_path / f"sync-{ckpt}")
@@ -69,7 +71,7 @@ def _run(train, cfg, tmp_path, ckpt: str | None, *, kill_at=None, own_copy=False
     torch.manual_seed(123)
     with checkpoint.stage_scope(tmp_path / str(ckpt), 2 if ckpt else 0):
         hist = train(policy, PROBLEMS, cfg, ledger=ledger, score=digit_fraction, seed=5,
-                     on_log=on_log)
+                     engine_cfg=engine_cfg, on_log=on_log)
     return policy.model, hist, ledger, logged
 
 
@@ -99,6 +101,22 @@ def test_an_online_stage_killed_after_a_save_resumes_there(tmp_path, train, cfg,
     assert resumed[3] == [3, 4, 5]  # only the steps after the save ran
     assert len(whole[1]) == 5
     _same_run(whole, resumed)
+
+
+@pytest.mark.deepspeed
+def test_ppo_on_zero2_killed_after_a_save_resumes_there(tmp_path):
+    pytest.importorskip("deepspeed", reason="deepspeed not installed")
+    zero2 = EngineConfig("zero2")
+    whole = _run(train_ppo, PPO, tmp_path, None, engine_cfg=zero2)
+    with pytest.raises(Killed):
+        _run(train_ppo, PPO, tmp_path, "k", kill_at=3, engine_cfg=zero2)
+    resumed = _run(train_ppo, PPO, tmp_path, "k", engine_cfg=zero2)
+    assert resumed[3] == [3, 4, 5]
+    (ma, ha, la, _), (mb, hb, lb, _) = whole, resumed
+    assert la.stages["train"] == lb.stages["train"]
+    assert [h["reward"] for h in hb] == pytest.approx([h["reward"] for h in ha], rel=1e-5)
+    for (name, x), y in zip(ma.state_dict().items(), mb.state_dict().values()):
+        assert torch.allclose(x, y, atol=1e-6), name
 
 
 def test_a_checkpoint_of_other_online_settings_is_ignored(tmp_path, capsys):
