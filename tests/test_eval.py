@@ -200,3 +200,20 @@ def test_cli_eval(tiny_model, tmp_path, monkeypatch):
                          check=False,
                          capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and bad.stderr.startswith("error: unknown task 'nope'")
+
+
+def test_a_row_missing_after_generation_is_an_error_naming_it(tiny_model, tmp_path, monkeypatch):
+    # an invariant check (seen once on 2 ranks: a rank read the shards before another had
+    # written its rows): the error names the task, the problems and the files it read
+    from dapo_bench.eval.store import SampleStore
+
+    real = SampleStore.add
+
+    def loses_problem_3(self, row):
+        if row["id"] != "arith-test-00003":
+            real(self, row)
+
+    monkeypatch.setattr(SampleStore, "add", loses_problem_3)
+    with pytest.raises(RuntimeError, match=r"arith: rank 0/1 sees no logged row of 1 problem\(s\) "
+                                           r"\(arith-test-00003\) .* made chunks \[0, 1\] of 2; files in "):
+        evaluate(tiny_model, ["arith"], run_dir=tmp_path / "r", limit=5, chunk=3, **SAMPLING)

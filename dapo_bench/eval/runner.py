@@ -155,8 +155,9 @@ def _run_task(task, gen, store, params, chunk, progress, verifiers) -> tuple[lis
     vinfo = {"name": getattr(verifier, "name", task.spec.verifier.name),
              "version": str(getattr(verifier, "version", "")),
              "options": dict(task.spec.verifier.options)}
-    made, seen = 0, 0
+    made, seen, mine = 0, 0, []
     for k in queue:
+        mine.append(k)
         probs = chunks[k]
         t0 = time.perf_counter()
         prompts = [task.prompt(p, gen.tokenizer) for p in probs]
@@ -175,6 +176,13 @@ def _run_task(task, gen, store, params, chunk, progress, verifiers) -> tuple[lis
     progress.finish(bar, made=made if multi else None)
     store.sync()
     rows = [store.get(task.name, p.id) for p in task.problems]
+    missing = [p.id for p, r in zip(task.problems, rows) if r is None]
+    if missing:  # a rank's rows not on disk when the others read them: say what was seen
+        files = sorted(f.name for f in store.run_dir.glob("samples*.jsonl"))
+        raise RuntimeError(f"{task.name}: rank {dist.rank()}/{dist.world_size()} sees no logged "
+                           f"row of {len(missing)} problem(s) ({', '.join(missing[:5])}) after "
+                           f"the ranks synced; it made chunks {mine} of {len(chunks)}; files "
+                           f"in {store.run_dir}: {files}")
     return rows, sum(r.get("seconds", 0.0) for r in rows), vinfo
 
 
