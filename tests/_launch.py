@@ -3,7 +3,9 @@
 ``torchrun`` stops its workers on SIGTERM, not on SIGKILL; ``subprocess.run(timeout=...)``
 sends SIGKILL, which would leave the ranks running (and blocked in a collective for
 ``DAPO_BENCH_DIST_TIMEOUT_H``). :func:`run_ranks` terminates the launcher instead, and the env
-it builds lets a hung collective give up after minutes.
+it builds lets a hung collective give up after minutes, and runs torch.distributed in its
+DETAIL debug mode: a collective that differs between ranks (a barrier on one, an all_reduce on
+the other) is an error naming both, not a silent mismatch (same test times here).
 """
 
 import os
@@ -15,7 +17,7 @@ LAUNCHER_VARS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT
 def rank_env(**extra: str) -> dict:
     env = {k: v for k, v in os.environ.items() if k not in LAUNCHER_VARS}
     return {**env, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1",
-            "DAPO_BENCH_DIST_TIMEOUT_H": "0.1", **extra}
+            "DAPO_BENCH_DIST_TIMEOUT_H": "0.1", "TORCH_DISTRIBUTED_DEBUG": "DETAIL", **extra}
 
 
 def run_ranks(cmd: list[str], env: dict, timeout: float) -> subprocess.CompletedProcess:
