@@ -82,7 +82,7 @@ def test_one_resumable_loop_a_stage():
     assert checkpoint.take() is None  # outside a stage: no checkpoints
 
 
-def test_sft_run_killed_mid_stage_resumes_to_the_same_policy(tmp_path, monkeypatch):
+def test_sft_run_killed_mid_stage_resumes_to_the_same_policy(tmp_path, monkeypatch, capsys):
     from dapo_bench.models import load_policy
     from dapo_bench.training import sft
 
@@ -91,6 +91,8 @@ def test_sft_run_killed_mid_stage_resumes_to_the_same_policy(tmp_path, monkeypat
     whole, again = kill_and_resume(monkeypatch, tmp_path, "sft", kw, sets,
                                    [(sft, "sft_loss", "train")], preset="toy")
     assert timeless(again["history"]) == timeless(whole["history"]) and len(whole["history"]) >= 4
+    n = len(whole["history"])  # log_every=1: a row a step; the bar counts 2 restored steps
+    assert f"sft: done ({n}/{n} steps, {n - 2} new)" in capsys.readouterr().err
     same_state(load_policy(str(tmp_path / "whole" / "policy"))[0],
                load_policy(str(tmp_path / "k" / "policy"))[0])
 

@@ -130,7 +130,7 @@ def test_a_checkpoint_of_other_online_settings_is_ignored(tmp_path, capsys):
     _same_run(fresh, again)
 
 
-def test_a_grpo_run_killed_mid_stage_resumes_to_the_same_policy(tmp_path, monkeypatch):
+def test_a_grpo_run_killed_mid_stage_resumes_to_the_same_policy(tmp_path, monkeypatch, capsys):
     from dapo_bench.models import load_policy
     from dapo_bench.training import online
 
@@ -140,5 +140,7 @@ def test_a_grpo_run_killed_mid_stage_resumes_to_the_same_policy(tmp_path, monkey
     whole, again = kill_and_resume(monkeypatch, tmp_path, "grpo", kw, sets,
                                    [(online, "sample_step", "train")], preset="toy")
     assert timeless(again["history"]) == timeless(whole["history"]) and len(whole["history"]) == 4
+    # the resumed run's bar counts the 2 restored steps as done, not as made
+    assert "grpo steps: done (4/4 steps, 2 new)" in capsys.readouterr().err
     same_state(load_policy(str(tmp_path / "whole" / "policy"))[0],
                load_policy(str(tmp_path / "k" / "policy"))[0])

@@ -41,6 +41,24 @@ def test_plain_progress_names_the_stage_unit_and_rates_only_new_items(monkeypatc
     assert lines[1] == "mc labels: done (700/1000 states, 100 new) in 11.0s"
 
 
+def test_a_line_right_after_a_resume_gives_no_rate(monkeypatch, capsys):
+    # a training bar resumed from a checkpoint at step 15 logs step 16 a moment later: a rate
+    # over that moment read 1084598.40/s
+    clock = Clock()
+    monkeypatch.setattr(progress_mod.time, "perf_counter", clock)
+    p = Progress(quiet=True)
+    bar = p.start("grpo steps", total=60, done=0, unit="steps")
+    p.advance(bar, 15, resumed=True)
+    clock.t += 0.001
+    p.advance(bar, 1)
+    clock.t += 20.0
+    p.advance(bar, 44)
+    p.finish(bar)
+    assert capsys.readouterr().err.splitlines() == [
+        "grpo steps: 16/60 steps", "grpo steps: 60/60 steps, 2.25/s, ETA 0s",
+        "grpo steps: done (60/60 steps, 45 new) in 20.0s"]
+
+
 def test_eval_resume_counts_done_problems_apart(monkeypatch, capsys):
     clock = Clock()
     monkeypatch.setattr(progress_mod.time, "perf_counter", clock)

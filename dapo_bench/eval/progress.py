@@ -61,7 +61,10 @@ class Progress:
         now = time.perf_counter()
         if now - st[4] >= 10 or st[1] >= st[0]:
             st[4] = now
-            rate = (st[1] - st[2]) / max(now - st[3], 1e-9)
+            if now - st[3] < 1.0:  # just (re)started: no rate to speak of yet
+                self._log(f"{bar}: {st[1]}/{st[0]} {st[5]}")
+                return
+            rate = (st[1] - st[2]) / (now - st[3])
             eta = (st[0] - st[1]) / rate if rate > 0 else float("inf")
             self._log(f"{bar}: {st[1]}/{st[0]} {st[5]}, {rate:.2f}/s, ETA {eta:.0f}s")
 

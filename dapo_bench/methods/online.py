@@ -57,8 +57,13 @@ def run_online(ctx: Any, cfg: Any, train_fn: Callable) -> MethodOutput:
                               ctx.run_dir / "policy_sync")
         try:
             with ctx.progress(f"{ctx.method} steps", nominal, unit="steps") as advance:
+                last = [0]
+
                 def log(row: dict) -> None:
+                    if row["step"] > last[0] + 1:  # the steps a checkpoint restored
+                        advance(row["step"] - last[0] - 1, resumed=True)
                     advance(1)
+                    last[0] = row["step"]
                     if row["step"] % 10 == 0 or row["step"] == 1:
                         ctx.log(f"{ctx.method} step {row['step']}: reward {row['reward']:.3f}, "
                                 f"kl {row['kl']:.4f}, {row['flops']:.3g} FLOPs")
