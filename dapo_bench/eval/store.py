@@ -136,11 +136,15 @@ class SampleStore:
                     self.rows[(row["task"], str(row["id"]))] = row  # the last line counts
 
     def sync(self) -> None:
-        """Every rank sees every rank's rows (a collective; a no-op in one process)."""
+        """Every rank sees every rank's rows, and the same rows (a collective; a no-op in one
+        process): no rank writes again until every rank has read. Without the second barrier a
+        rank that read late saw the other's first rows of the next task, cut that task's pending
+        problems into other chunks, and a problem was made by nobody."""
         if dist.world_size() > 1:
             self.close()
             dist.barrier()
             self._read()
+            dist.barrier()
 
     def merge(self, order: list[tuple[str, str]]) -> None:
         """Write ``samples.jsonl`` from the shards in ``order`` (rank 0; a collective); rows
