@@ -27,8 +27,8 @@ re-verifies again.
 Several ranks: each rank appends its problems to its own shard (``samples.rank<r>.jsonl``); a
 store reads the merged file and every shard, :meth:`SampleStore.sync` (a collective) makes every
 rank see every row, all ranks the same rows (the runner cuts a task's pending problems into
-chunks from them, so the ranks must agree), and :meth:`SampleStore.merge` writes ``samples.jsonl`` in problem order
-(what one process writes) and removes the shards.
+chunks from them, so the ranks must agree), and :meth:`SampleStore.merge` writes
+``samples.jsonl`` in problem order (what one process writes) and removes the shards.
 
 Not covered: two runs writing one run directory at once.
 """

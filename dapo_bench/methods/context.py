@@ -195,6 +195,24 @@ def _flops_note(info: dict, run_flops: float) -> str:
     return f"{run_flops:.3g} FLOPs" if run_flops else "0 FLOPs charged"
 
 
+def step_counter(advance: Callable[..., None], per_log: int = 1) -> Callable[[int], None]:
+    """``report(steps)`` moves a training bar to a loop's step count; steps beyond the
+    ``per_log`` made since the last report were restored from a checkpoint: counted as done,
+    not as made (they stay out of the rate)."""
+    seen = [0]
+
+    def report(steps: int) -> None:
+        gap = steps - seen[0]
+        new = min(gap, per_log)
+        if gap > new:
+            advance(gap - new, resumed=True)
+        if new:
+            advance(new)
+        seen[0] = steps
+
+    return report
+
+
 class _Bar:
     def __init__(self, name: str, total: int, unit: str, quiet: bool):
         from dapo_bench.eval.progress import Progress

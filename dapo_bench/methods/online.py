@@ -36,7 +36,7 @@ def check_online_config(cfg: Any) -> None:
 
 def run_online(ctx: Any, cfg: Any, train_fn: Callable) -> MethodOutput:
     """Run ``train_fn(policy, problems, cfg, ...)`` as the run's ``train`` stage."""
-    from dapo_bench.methods.context import new_generator
+    from dapo_bench.methods.context import new_generator, step_counter
     from dapo_bench.methods.data import Scorer, load_train_problems, load_train_task
     from dapo_bench.models import save_policy
     from dapo_bench.training import budget
@@ -57,13 +57,10 @@ def run_online(ctx: Any, cfg: Any, train_fn: Callable) -> MethodOutput:
                               ctx.run_dir / "policy_sync")
         try:
             with ctx.progress(f"{ctx.method} steps", nominal, unit="steps") as advance:
-                last = [0]
+                report = step_counter(advance)
 
                 def log(row: dict) -> None:
-                    if row["step"] > last[0] + 1:  # the steps a checkpoint restored
-                        advance(row["step"] - last[0] - 1, resumed=True)
-                    advance(1)
-                    last[0] = row["step"]
+                    report(row["step"])
                     if row["step"] % 10 == 0 or row["step"] == 1:
                         ctx.log(f"{ctx.method} step {row['step']}: reward {row['reward']:.3f}, "
                                 f"kl {row['kl']:.4f}, {row['flops']:.3g} FLOPs")

@@ -33,6 +33,7 @@ PRESETS: dict[str, dict] = {
     help="SFT: fine-tune on the task's reference solutions",
 )
 def run_sft(ctx: Any, cfg: SFTConfig) -> MethodOutput:
+    from dapo_bench.methods.context import step_counter
     from dapo_bench.methods.report import train_problem_solutions
 
     out_dir = ctx.run_dir / "policy"
@@ -44,17 +45,9 @@ def run_sft(ctx: Any, cfg: SFTConfig) -> MethodOutput:
         model, tok = load_policy(ctx.opts.model)
         steps = steps_for(nominal, len(pairs), cfg.batch_size)
         with ctx.progress("sft", steps, unit="steps") as advance:
-            seen = [0]
-
-            def on_log(s: Any) -> None:  # steps before this run's first log: a checkpoint's
-                new = min(s.steps - seen[0], cfg.log_every)
-                if s.steps - seen[0] > new:
-                    advance(s.steps - seen[0] - new, resumed=True)
-                advance(new)
-                seen[0] = s.steps
-
+            report = step_counter(advance, cfg.log_every)
             stats = train_sft(model, tok, pairs, cfg, ledger=ctx.ledger, stage="train",
-                              engine_cfg=ctx.engine_cfg, on_log=on_log)
+                              engine_cfg=ctx.engine_cfg, on_log=lambda s: report(s.steps))
         ctx.count("train", stats.counts)
         save_policy(model, tok, out_dir)
         return {"pairs": len(pairs), "steps": stats.steps, "epochs": round(stats.epochs, 3),

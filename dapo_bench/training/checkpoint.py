@@ -23,7 +23,8 @@ One resumable loop per stage; taking a scope twice is an error. A stage that tra
 several loops between generation rounds (GRPO, PPO) checkpoints its outer loop instead:
 ``training.online.online_loop`` takes the scope and saves every K online steps (engines, RNG,
 history, ledger count; the problem stream is replayed on resume), its inner
-``train_loop(resume=False)`` calls do not. ``on_epoch`` of an epoch whose last batch was checkpointed may run again on resume.
+``train_loop(resume=False)`` calls do not. ``on_epoch`` of an epoch whose last batch was
+checkpointed may run again on resume.
 Not covered: the torch engine's state is rank 0's (every rank holds the same after a step);
 a resume with another number of ranks starts the stage over.
 """
