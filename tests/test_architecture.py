@@ -1,6 +1,12 @@
 """The layout's dependency rules (``dapo_bench.ALLOWED_IMPORTS``) hold for every import in the
-package, module-level or inside a function; the verifiers import no torch; every registry is
-listed by ``dapo-bench list``."""
+package, module-level or inside a function; no import circle anywhere (between modules of one
+folder too, and one closed by an import inside a function), in the package and in bench/; the
+verifiers import no torch; every registry is listed by ``dapo-bench list``.
+
+Not covered: modules named by a string (a registry's ``modules=[...]``, which fills the registry
+on first use, and a task spec's ``source: python`` generator, see
+``test_task_specs_name_only_modules_a_task_may_import``): they are imports of data, not of code.
+"""
 
 import ast
 import re
@@ -10,6 +16,7 @@ import dapo_bench
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCES = {"verifiers": ROOT / "verifiers", "": ROOT / "dapo_bench"}
+BENCH = ROOT / "bench"  # scripts: each runs with bench/ on sys.path, so a module is its stem
 
 
 def part_of(module: str) -> str | None:
@@ -44,6 +51,96 @@ def imports(path: Path, module: str) -> list[tuple[int, str]]:
                 base = ".".join(up + ([base] if base else []))
             out.append((node.lineno, base))
     return out
+
+
+def import_graph(sources: dict[str, Path] = SOURCES,
+                 scripts: Path | None = BENCH) -> dict[str, set[str]]:
+    """module -> the modules it imports (module level or inside a function), each import
+    resolved to the most specific module it names (``from a import b``: ``a.b`` when that is a
+    module, else ``a``)."""
+    paths: dict[str, Path] = {}
+    for prefix, base in sources.items():
+        for path in sorted(base.rglob("*.py")):
+            rel = path.relative_to(base).with_suffix("")
+            name = ".".join(["dapo_bench", *([prefix] if prefix else []), *rel.parts])
+            paths[name.removesuffix(".__init__")] = path
+    if scripts is not None:
+        paths.update({p.stem: p for p in sorted(scripts.glob("*.py"))})
+    graph: dict[str, set[str]] = {}
+    for module, path in paths.items():
+        pkg = module if path.name == "__init__.py" else module.rpartition(".")[0]
+        out: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                out |= {a.name for a in node.names}
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    up = pkg.split(".")[: len(pkg.split(".")) - node.level + 1]
+                    base = ".".join(up + ([base] if base else []))
+                out |= {f"{base}.{a.name}" if f"{base}.{a.name}" in paths else base
+                        for a in node.names}
+        graph[module] = {t for t in out if t in paths and t != module}
+    return graph
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Every strongly connected set of two or more modules (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                found.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_no_import_circle_anywhere():
+    """No two modules import each other, directly or round a longer loop, in the package
+    (between parts or inside one folder) or among the bench/ scripts."""
+    assert not circles(import_graph()), circles(import_graph())
+
+
+def test_the_layer_rules_have_no_circle():
+    parts = {p: set(deps) for p, deps in dapo_bench.ALLOWED_IMPORTS.items()}
+    assert not circles(parts), circles(parts)
+
+
+def test_the_circle_test_sees_a_lazy_import_inside_a_folder(tmp_path):
+    pkg = tmp_path / "pkg"
+    (pkg / "training").mkdir(parents=True)
+    (pkg / "training" / "__init__.py").write_text("")
+    (pkg / "training" / "a.py").write_text("from dapo_bench.training.b import g\n")
+    (pkg / "training" / "b.py").write_text(
+        "def g():\n    from dapo_bench.training import a\n    return a\n")
+    graph = import_graph({"": pkg}, None)
+    assert circles(graph) == [["dapo_bench.training.a", "dapo_bench.training.b"]]
+    (pkg / "training" / "b.py").write_text("def g():\n    return 1\n")
+    assert not circles(import_graph({"": pkg}, None))
 
 
 def test_every_import_follows_the_layer_rules():

@@ -3,18 +3,15 @@
 ``TASKS`` maps a task name to its parsed :class:`TaskSpec` (one YAML file a task under
 ``tasks/``, installed as ``dapo_bench.task_specs``); ``SUITES`` maps a suite name to a tuple of
 task names (``tasks/suites.yaml``). Both are filled on first use. ``register_spec_file`` adds a
-spec from any path (a user's own benchmark) at run time.
+spec from any path (a user's own benchmark) at run time. The registries live in ``spec.py``
+(beside the spec they hold), so ``task.py`` reads them without importing this package.
 """
 
 from __future__ import annotations
 
 from dapo_bench.errors import UserError
-from dapo_bench.registry import Registry
-from dapo_bench.tasks.spec import TaskSpec, parse_spec
+from dapo_bench.tasks.spec import SUITES, TASKS, TaskSpec, parse_spec
 from dapo_bench.tasks.task import Problem, Task, load_task
-
-TASKS: Registry[TaskSpec] = Registry("task", modules=["dapo_bench.tasks.builtin"])
-SUITES: Registry[tuple] = Registry("suite", modules=["dapo_bench.tasks.builtin"])
 
 
 def register_spec_file(path) -> TaskSpec:

@@ -22,6 +22,12 @@ from dapo_bench.config import _build
 from dapo_bench.errors import UserError
 from dapo_bench.io import read_yaml_mapping
 from dapo_bench.provenance import hash_bytes
+from dapo_bench.registry import Registry
+
+# every task spec by name, and every suite (a tuple of task names); filled on first use by
+# ``tasks.builtin`` from the YAML files installed as ``dapo_bench.task_specs``
+TASKS: Registry[TaskSpec] = Registry("task", modules=["dapo_bench.tasks.builtin"])
+SUITES: Registry[tuple] = Registry("suite", modules=["dapo_bench.tasks.builtin"])
 
 METRIC_KINDS = ("acc", "pass@k", "maj@k")
 _SHA256 = re.compile(r"[0-9a-f]{64}")

@@ -26,7 +26,7 @@ from dapo_bench.errors import UserError
 from dapo_bench.io import rows_digest
 from dapo_bench.tasks.golds import make_gold
 from dapo_bench.tasks.sources import load_rows
-from dapo_bench.tasks.spec import TaskSpec, resolve_template
+from dapo_bench.tasks.spec import TASKS, TaskSpec, resolve_template
 
 _FIELD = re.compile(r"\{(\w+)\}")
 
@@ -202,8 +202,6 @@ def load_task(
     limit: int | None = None,
 ) -> Task:
     """Load a registered task's problems (first ``limit`` of them when given)."""
-    from dapo_bench.tasks import TASKS
-
     spec: TaskSpec = TASKS.get(name)
     rows, overrides, origin = load_rows(spec, path=path, data_dir=data_dir, split=split)
     n_total = len(rows)

@@ -7,7 +7,9 @@ merged file and of every shard (a run resumed with another number of ranks still
 :meth:`ResumableLog.merge` (rank 0, after the ranks are done) writes the merged file in
 request order, byte for byte what one process appends, and removes the shards.
 
-A half-written last line (a kill during a write) is dropped on open.
+A half-written last line (a kill during a write) is dropped on open. The log holds rows only:
+turning a row back into a ``Group`` is ``training.rollouts.group_from_row`` (rollouts imports
+this module, never the reverse).
 Not covered: several runs writing one directory at once.
 """
 
@@ -48,11 +50,6 @@ class ResumableLog:
         if row["key"] not in self.done:
             self._app.write(row)
             self.done[row["key"]] = row
-
-    def group(self, key: str):
-        from dapo_bench.training.rollouts import group_from_row
-
-        return group_from_row(self.done[key], self.list_field)
 
     def merge(self, keys: Sequence[str]) -> None:
         """Every rank calls it once its rows are logged: rank 0 writes the merged file (rows in

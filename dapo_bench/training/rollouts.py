@@ -264,7 +264,7 @@ def _chunk(generator, chunk, k, n, score, params, log, to_row) -> list[Group]:
     """Chunk ``k``'s groups: read back from ``log`` when all its rows are there, else sampled
     with seed ``params.seed + k`` (and logged)."""
     if log is not None and all(r.key in log.done for r in chunk):
-        return [log.group(r.key) for r in chunk]
+        return [group_from_row(log.done[r.key], log.list_field) for r in chunk]
     sp = SamplingParams(**{**params.__dict__, "seed": params.seed + k})
     groups = sample_chunk(generator, chunk, n, score, sp)
     if log is not None:

@@ -1,8 +1,9 @@
 """The comparison of one prediction with one gold answer, fast path and full path.
 
 :func:`fast_compare` runs in the calling process without sympy and answers True, False or
-None ("needs sympy"); :func:`full_compare` (run inside the bounded worker, see ``worker.py``)
-settles the rest with sympy. Both walk the same :mod:`structure` tree with the same
+None ("needs sympy"); ``symbolic.full_compare`` (run inside the bounded worker, see
+``worker.py``) settles the rest with sympy, calling this module's leaf rule first (symbolic
+imports check, never the reverse). Both walk the same :mod:`structure` tree with the same
 :mod:`match` rules, so lists, tuples, labels, relations and intervals behave the same on both.
 
 The fast path decides leaves that are identical normalised values; plain numbers (see
@@ -65,20 +66,3 @@ def fast_compare(gold: Node, pred: Node, trace: Trace | None = None) -> bool | N
         return compare(gold, pred, lambda g, p: fast_leaf_eq(g, p, trace), trace)
     except Undecided:
         return None
-
-
-def full_compare(gold: str, pred: str) -> tuple[bool, str | None, str]:
-    """(equal, why_not, rule) with sympy for the leaves the fast path cannot decide.
-
-    *why_not* is "too_large" or "parse_error" when that stopped a leaf from being compared.
-    Runs in the worker process (it imports sympy); callers bound it with a deadline.
-    """
-    from dapo_bench.verifiers.math import symbolic
-
-    state, trace = symbolic.State(), Trace()
-    ok = compare(prepare(gold), prepare(pred),
-                 lambda g, p: symbolic.leaf_eq(g, p, state, trace), trace)
-    if ok:
-        return True, None, trace.rule
-    why = "too_large" if state.too_large else "parse_error" if state.parse_failed else None
-    return False, why, trace.rule

@@ -30,8 +30,8 @@ from fractions import Fraction
 from functools import lru_cache
 
 import sympy
-from dapo_bench.verifiers.math.check import Undecided, fast_leaf_eq
-from dapo_bench.verifiers.math.match import Trace
+from dapo_bench.verifiers.math.check import Undecided, fast_leaf_eq, prepare
+from dapo_bench.verifiers.math.match import Trace, compare
 from dapo_bench.verifiers.math.normalize import (
     FULL_PRECISION,
     TooLarge,
@@ -249,3 +249,18 @@ def _proportional(d1, d2, positive: bool) -> bool:
         if valid >= 3:
             return True
     return False
+
+
+def full_compare(gold: str, pred: str) -> tuple[bool, str | None, str]:
+    """(equal, why_not, rule) with sympy for the leaves the fast path cannot decide.
+
+    *why_not* is "too_large" or "parse_error" when that stopped a leaf from being compared.
+    Runs in the worker process (it imports sympy); callers bound it with a deadline.
+    """
+    state, trace = State(), Trace()
+    ok = compare(prepare(gold), prepare(pred),
+                 lambda g, p: leaf_eq(g, p, state, trace), trace)
+    if ok:
+        return True, None, trace.rule
+    why = "too_large" if state.too_large else "parse_error" if state.parse_failed else None
+    return False, why, trace.rule

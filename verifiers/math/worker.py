@@ -206,11 +206,11 @@ def serve(fd: int) -> None:
     """The worker's loop: answer (op, args) messages on fd until the socket closes."""
     threading.Thread(target=_watch_parent, args=(os.getppid(),), daemon=True).start()
     conn = Connection(fd)
-    from dapo_bench.verifiers.math import check, symbolic  # noqa: F401  (warm imports)
+    from dapo_bench.verifiers.math import symbolic  # warm import (sympy, latex2sympy)
 
-    ops = {"compare": check.full_compare, "ping": lambda: "pong"}
+    ops = {"compare": symbolic.full_compare, "ping": lambda: "pong"}
     for g, p in WARM_UP:  # builds the parser's lookahead tables before the first real call
-        check.full_compare(g, p)
+        symbolic.full_compare(g, p)
     conn.send("ready")
     while True:
         try:
