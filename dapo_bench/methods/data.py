@@ -26,7 +26,9 @@ from typing import Any
 
 from dapo_bench.errors import UserError
 from dapo_bench.io import atomic_write_jsonl, read_jsonl
+from dapo_bench.tasks.task import Task
 from dapo_bench.training.rollouts import Group, Request, TrainProblem, group_from_row
+from dapo_bench.verifiers.base import Verdict, Verifier
 
 
 def train_split(task: str) -> str | None:
@@ -48,7 +50,7 @@ def train_split(task: str) -> str | None:
     return split or spec.train.split
 
 
-def load_train_task(ctx: Any, limit: int | None = None):
+def load_train_task(ctx: Any, limit: int | None = None) -> Task:
     """The training ``Task`` (first ``limit`` problems) for the run's ``--task``."""
     from dapo_bench.tasks import load_task
 
@@ -89,21 +91,22 @@ def check_training_data(opts: Any) -> dict:
 
 
 class Scorer:
-    """Verdicts of response texts for training problems (by id), with one verifier instance."""
+    """The training task's reward (a ``training.rollouts.Score``): verdicts of response texts
+    for training problems (by id), through ``Task.score`` and one instance of the task's
+    verifier (closed by :meth:`close`)."""
 
-    def __init__(self, task: Any):
+    def __init__(self, task: Task):
         self.task = task
         self._by_id = {p.id: p for p in task.problems}
-        self._cm = task.verifier()
-        self._verifier = self._cm.__enter__()
+        self._verifier: Verifier = task.make_verifier()
 
     def __call__(self, texts: list[str], problem_ids: list[str],
-                 finished: list[bool] | None = None) -> list:
+                 finished: list[bool] | None = None) -> list[Verdict]:
         return self.task.score(self._verifier, texts, [self._by_id[i] for i in problem_ids],
                                finished)
 
     def close(self) -> None:
-        self._cm.__exit__(None, None, None)
+        self._verifier.close()
 
 
 def load_train_problems(ctx: Any, limit: int | None = None, task: Any = None) -> list[TrainProblem]:

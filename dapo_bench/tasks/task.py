@@ -27,6 +27,7 @@ from dapo_bench.io import rows_digest
 from dapo_bench.tasks.golds import make_gold
 from dapo_bench.tasks.sources import load_rows
 from dapo_bench.tasks.spec import TASKS, TaskSpec, resolve_template
+from dapo_bench.verifiers.base import Verdict, Verifier
 
 _FIELD = re.compile(r"\{(\w+)\}")
 
@@ -88,7 +89,7 @@ class Task:
             merged = [{"role": "user", "content": f"{system}\n\n{user}"}]
             return tokenizer.apply_chat_template(merged, tokenize=False, add_generation_prompt=True)
 
-    def make_verifier(self, **overrides: Any) -> Any:
+    def make_verifier(self, **overrides: Any) -> Verifier:
         """A new instance of the spec's verifier with its options (overrides win); the caller
         closes it. ``verifier_key`` says which tasks can share one instance."""
         from dapo_bench.verifiers.base import VERIFIERS
@@ -104,7 +105,7 @@ class Task:
         return json.dumps([v.name, v.options], sort_keys=True, default=str)
 
     @contextmanager
-    def verifier(self, **overrides: Any) -> Iterator[Any]:
+    def verifier(self, **overrides: Any) -> Iterator[Verifier]:
         """``make_verifier`` as a context manager: closed on exit."""
         v = self.make_verifier(**overrides)
         try:
@@ -128,8 +129,8 @@ class Task:
             return "\n".join(imports + [program])
         return program
 
-    def score(self, verifier: Any, texts: list[str], problems: list[Problem],
-              finished: list[bool] | None = None) -> list:
+    def score(self, verifier: Verifier, texts: list[str], problems: list[Problem],
+              finished: list[bool] | None = None) -> list[Verdict]:
         """Verdicts for completions ``texts[i]`` of ``problems[i]``, in order. ``finished[i]``
         False: completion i was cut off at the token cap; a math answer then counts only when
         it is marked (boxed or after an answer phrase; see the math verifier). A code
@@ -140,7 +141,7 @@ class Task:
         preds = [self.prediction(t, p) for t, p in zip(texts, problems)]
         return verifier.verify_batch(preds, [p.gold for p in problems], finished=finished)
 
-    def vote_key(self, verdict: Any) -> str | None:
+    def vote_key(self, verdict: Verdict) -> str | None:
         """Normalised extracted answer for maj@k (None: no answer, no vote)."""
         if self.spec.answer != "math" or verdict.extracted is None:
             return None

@@ -32,17 +32,23 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from dapo_bench import dist
 from dapo_bench.generation.base import Generator, Prompt, SamplingParams
 from dapo_bench.training.resumable import ResumableLog
 from dapo_bench.verifiers.base import Verdict
 
-# (texts to score, their problem ids, whether each ended by itself rather than at the token cap)
-# -> one Verdict per text (e.g. methods.data.Scorer), or a float reward per text (a dense
-# reward, e.g. in tests)
-Score = Callable[[list[str], list[str], list[bool]], "list[Verdict] | list[float]"]
+
+class Score(Protocol):
+    """How sampling gets a reward: called with the texts to score, their problem ids and
+    whether each ended by itself (False: cut at the token cap), it returns one ``Verdict`` per
+    text (``methods.data.Scorer``: the training task's ``Task.score`` through its verifier), or
+    a float reward per text (a dense reward, e.g. in tests). A rollout's ``reward`` is
+    ``verdict.reward`` (:meth:`Rollout.scored`); the losses read ``Group.rewards``."""
+
+    def __call__(self, texts: list[str], problem_ids: list[str],
+                 finished: list[bool]) -> list[Verdict] | list[float]: ...
 
 
 @dataclass(frozen=True)
