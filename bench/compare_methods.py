@@ -45,7 +45,7 @@ def run_base(out: Path, model: str, eval_limit: int | None, quiet: bool) -> dict
 
 def run_method(method: str, out: Path, model: str, budget: float, eval_limit: int | None,
                seed: int, quiet: bool, overrides: list[str]) -> dict:
-    from dapo_bench.methods.base import RunOptions, run_training
+    from dapo_bench.run import RunOptions, run_training
 
     opts = RunOptions(model=model, task="arith", eval_tasks=TASKS, eval_limit=eval_limit,
                       budget_flops=budget, control=False, seed=seed, out=str(out),
@@ -140,7 +140,7 @@ def main(
     from dapo_bench.errors import UserError
     from dapo_bench.io import atomic_write_text
     from dapo_bench.methods import METHODS as REGISTRY
-    from dapo_bench.methods.base import RunOptions, resolve_options
+    from dapo_bench.run import RunOptions, resolve_options
 
     torch.set_num_threads(threads)
     out = Path(str(out).replace("{seed}", str(seed)))

@@ -133,7 +133,7 @@ def main(
     from dapo_bench.errors import UserError
     from dapo_bench.io import read_json
     from dapo_bench.methods import METHODS
-    from dapo_bench.methods.base import RunOptions, resolve_config, run_training
+    from dapo_bench.run import RunOptions, resolve_config, run_training
 
     torch.set_num_threads(threads)
     cfg_path = from_ / "config.json"

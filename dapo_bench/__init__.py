@@ -5,9 +5,12 @@ Importing this package is cheap: it pulls in neither torch nor sympy. Heavy modu
 
 The layout, top floor first (docs/architecture.md draws it and says why)::
 
-    cli, commands/        the CLI: parses and calls the library
+    cli, commands/        the CLI: parses and prints; calls the run (train) or the library
+    run/                  a training run: options, run dir, the method, evaluation, the
+                          equal-compute control, results.json (commands -> run -> methods)
     methods/              one file or folder per training method (methods/dapo/: DAPO's stages,
-                          advantages, actor, critic), the run (base, context) and its report
+                          advantages, actor, critic), the method interface (base), what a
+                          method sees (context: stages, the policy in memory, the generator)
     toy/                  the embedded tiny policy (tokenizer, model, build_ref; it scores
                           its checks with eval's paired bootstrap)
     training/             one training loop, engines, batches and log-probs, the one rollout path,
@@ -15,13 +18,16 @@ The layout, top floor first (docs/architecture.md draws it and says why)::
     eval/                 generate + verify + score tasks, result files
     leaderboard/          tables and plots from result files (reads results only)
     generation/           one Generator interface; hf and vllm backends
-    tasks/                declarative task specs, rows, prompts, scoring through a verifier
-    models                load / save / count a policy (generation and training both use it)
+    tasks/                task specs parsed, rows, prompts, scoring through a verifier (the
+                          YAML specs are data: the repository's tasks/, dapo_bench.task_specs)
+    models                load / save / count a policy; Policy, the handle a run passes on
     verifiers/            math and code verifiers (installed as dapo_bench.verifiers; no torch)
     ground floor          errors, registry, io, config, ledger, provenance, results, dist, arith
 
 ``ALLOWED_IMPORTS`` is the rule (tests/test_architecture.py enforces it): a part may import
-itself, the ground floor, and the parts listed for it; nothing else (no upward import, no cycle).
+itself, the ground floor, and the parts listed for it; nothing else (no upward import). No
+import circle either, between parts or between the modules of one part, counting imports inside
+functions (the same test). ``SPEC_REFERENCES`` names the parts a task spec may name by string.
 """
 
 __version__ = "0.1.0"
@@ -38,7 +44,14 @@ ALLOWED_IMPORTS: dict[str, tuple[str, ...]] = {
     "training": ("generation", "models", "verifiers"),
     "toy": ("training", "generation", "models", "eval"),
     "methods": ("training", "generation", "models", "eval", "tasks", "verifiers", "toy"),
-    "commands": ("methods", "training", "generation", "models", "eval", "tasks", "verifiers",
-                 "toy", "leaderboard"),
+    "run": ("methods", "training", "generation", "models", "eval", "tasks", "verifiers"),
+    "commands": ("run", "methods", "training", "generation", "models", "eval", "tasks",
+                 "verifiers", "toy", "leaderboard"),
     "cli": ("commands",),
 }
+# Parts that a task spec (YAML data under the repository's tasks/, installed as
+# dapo_bench.task_specs; not the code package dapo_bench/tasks/) may name by a "module:NAME"
+# string, resolved when a run needs it: the toy's shipped policy is arith's default_model, a
+# reference from data upward to toy that no import shows (tests/test_architecture.py checks
+# every spec's strings against this).
+SPEC_REFERENCES: tuple[str, ...] = ("ground", "toy")

@@ -1,5 +1,13 @@
-"""Policies on disk: load and save a causal LM with its tokenizer, count its parameters, and
-turn a rendered prompt into token ids.
+"""Policies on disk and in memory: load and save a causal LM with its tokenizer, count its
+parameters, turn a rendered prompt into token ids, and :class:`Policy`, the handle a run passes
+from stage to stage.
+
+A :class:`Policy` is a saved policy (``path``) and, once asked for, its model and tokenizer in
+memory (loaded on first use, then kept): the stages of a run hand one handle on instead of a
+folder path, so a policy is read from disk once, not by every stage that uses it.
+:meth:`Policy.save` is how a trained model becomes the next handle: it writes the weights and
+moves them into a handle for the new path (the old handle lets them go and reads its own path
+again if it is used later). ``LOADS`` counts the models read from disk (bench/policy_loads.py).
 
 Generation and training both come here for a model (neither imports the other for it).
 ``load_policy`` reads a local directory or a hub id (padding on the left, a pad token where the
@@ -23,9 +31,11 @@ file is dequantised to float32, not run quantised).
 
 from __future__ import annotations
 
+import copy
 import os
 import shutil
 import tempfile
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -87,11 +97,70 @@ def load_policy(path: str | os.PathLike, *, dtype: str = "float32", device: str 
     from transformers import AutoModelForCausalLM
 
     tok = load_tokenizer(path)
+    LOADS[str(path)] += 1
     try:
         model = AutoModelForCausalLM.from_pretrained(str(path), dtype=getattr(torch, dtype))
     except Exception as e:  # noqa: BLE001 - config fields of a wrong type, {}, corrupt weights
         raise UserError(f"{path}: cannot load model ({_first_line(e)})") from None
     return model.to(resolve_device(device)), tok
+
+
+# models read from disk by load_policy, by path (a bench and tests read it; nothing else does)
+LOADS: Counter[str] = Counter()
+
+
+class Policy:
+    """A saved policy (``path``) with its model and tokenizer in memory once asked for.
+
+    ``model`` and ``tokenizer`` load on first use (``load_policy``: float32 on ``device``) and
+    are kept; :meth:`release` lets them go (the next use reads ``path`` again). The weights in
+    memory are always the ones saved at ``path``: a caller that trains ``model`` in place ends
+    with :meth:`save`, which hands the trained weights to the handle of the new path.
+    """
+
+    def __init__(self, path: str | os.PathLike, model: Any = None, tokenizer: Any = None, *,
+                 device: str = "auto"):
+        self.path = str(path)
+        self.device = device
+        self._model = model
+        self._tokenizer = tokenizer
+
+    @property
+    def loaded(self) -> bool:
+        return self._model is not None
+
+    @property
+    def model(self) -> Any:
+        if self._model is None:
+            self._model, self._tokenizer = load_policy(self.path, device=self.device)
+        return self._model
+
+    @property
+    def tokenizer(self) -> Any:
+        if self._tokenizer is None:
+            self._tokenizer = load_tokenizer(self.path)
+        return self._tokenizer
+
+    def copy_model(self) -> Any:
+        """A copy of the model to train apart (e.g. a critic's backbone): the same weights as
+        reading ``path`` again, without reading it."""
+        return copy.deepcopy(self.model)
+
+    def save(self, out_dir: str | os.PathLike, *, keep: bool = True) -> Policy:
+        """Save the (trained) model and tokenizer to ``out_dir`` (``save_policy``; a collective
+        on several ranks) and return the handle of ``out_dir``, holding the weights when
+        ``keep`` (not after a DeepSpeed engine: its module is the engine's). This handle lets
+        them go: they are no longer the weights at its path."""
+        save_policy(self.model, self.tokenizer, out_dir)
+        out = Policy(out_dir, self._model if keep else None, self._tokenizer, device=self.device)
+        self.release()
+        return out
+
+    def release(self) -> None:
+        self._model = None
+
+    def __repr__(self) -> str:
+        return f"Policy({self.path!r}, loaded={self.loaded})"
 
 
 def _first_line(e: BaseException) -> str:

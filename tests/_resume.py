@@ -20,7 +20,7 @@ def kill_and_resume(monkeypatch, tmp_path, method: str, kw: dict, sets: list[str
     3rd call of each ``(module, function name, stage)`` of ``kills`` in turn: each kill leaves
     that stage's step-2 checkpoint and no marker. Then run ``k`` to the end; no checkpoint is
     left. Returns both runs' results."""
-    from dapo_bench.methods.base import RunOptions, run_training
+    from dapo_bench.run import RunOptions, run_training
 
     kw = {**kw, "out": str(tmp_path), "quiet": True, "control": False, "checkpoint_every": 2}
 

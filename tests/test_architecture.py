@@ -167,6 +167,24 @@ def test_the_rule_test_catches_an_upward_import(tmp_path):
     assert "training" not in dapo_bench.ALLOWED_IMPORTS["generation"]
 
 
+def test_task_specs_are_data_and_name_only_the_parts_they_may():
+    """tasks/ (the YAML specs, installed as dapo_bench.task_specs) holds data only, and the
+    "module:NAME" strings in it name only ``SPEC_REFERENCES`` parts: arith's default_model
+    names dapo_bench.toy (a reference upward from tasks that no import shows, stated here)."""
+    specs = ROOT / "tasks"
+    assert '"dapo_bench.task_specs" = "tasks"' in (ROOT / "pyproject.toml").read_text()
+    assert {p.suffix for p in specs.iterdir() if p.name != "__pycache__"} == {".yaml", ".py"}
+    assert (specs / "__init__.py").read_text() == ""
+    refs = {}
+    for path in sorted(specs.glob("*.yaml")):
+        for line, text in enumerate(path.read_text().splitlines(), 1):
+            for m in re.finditer(r"\b(dapo_bench(?:\.\w+)+):\w+", text):
+                refs[f"{path.name}:{line}"] = part_of(m[1])
+    assert "toy" in refs.values()  # the reference this test exists to state
+    bad = {k: v for k, v in refs.items() if v not in dapo_bench.SPEC_REFERENCES}
+    assert not bad, bad
+
+
 def test_verifiers_import_no_torch_or_transformers():
     heavy = re.compile(r"^(torch|transformers|vllm|deepspeed)(\.|$)")
     bad = [f"{path}:{line}: {t}" for module, path in modules()

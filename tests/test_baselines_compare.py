@@ -72,7 +72,7 @@ def test_compare_rejects_bad_input(tmp_path, tiny_dir):
 
 
 def test_bad_online_config_fails_before_work(tiny_dir, tmp_path):
-    from dapo_bench.methods.base import RunOptions, run_training
+    from dapo_bench.run import RunOptions, run_training
 
     opts = RunOptions(model=tiny_dir, out=str(tmp_path), control=False, quiet=True)
     with pytest.raises(UserError, match="unknown loss aggregation 'dapo'"):

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from dapo_bench.ledger import Ledger
-from dapo_bench.methods.base import RunOptions, run_training
+from dapo_bench.run import RunOptions, run_training
 from dapo_bench.training import budget
 
 F = 3e10

@@ -154,7 +154,7 @@ def test_method_specific_flags_say_and_check_which_methods_take_them(tmp_path):
 def test_train_engine_and_control_flags_fill_the_run_options(cli, monkeypatch, tmp_path):
     """--micro-batch, --control-batch-size, --control-lr and --checkpoint-every reach
     RunOptions; unset, the control keeps its defaults, which the help states."""
-    from dapo_bench.methods import base
+    from dapo_bench import run
     from dapo_bench.training.sft import CONTROL_BATCH_SIZE, CONTROL_LR
 
     seen = []
@@ -163,7 +163,7 @@ def test_train_engine_and_control_flags_fill_the_run_options(cli, monkeypatch, t
         seen.append(opts)
         raise UserError("stop here")
 
-    monkeypatch.setattr(base, "run_training", fake_run)
+    monkeypatch.setattr(run, "run_training", fake_run)
     out = ["--out", str(tmp_path)]
     assert cli(["train", "--method", "sft", "--micro-batch", "8", "--control-batch-size", "4",
                 "--control-lr", "3e-5", "--checkpoint-every", "50", *out])[0] == 2

@@ -187,7 +187,7 @@ def test_train_actor_regresses_log_ratios_onto_a_over_beta(tiny_policy):
 # ----------------------------------------------------------------------------- config
 def test_config_presets_and_overrides():
     from dapo_bench.methods import METHODS
-    from dapo_bench.methods.base import RunOptions, resolve_config
+    from dapo_bench.run import RunOptions, resolve_config
 
     spec = METHODS.get("dapo")
     preset, cfg = resolve_config(spec, RunOptions(), None, None, ["critic.optim.lr=1e-5"])

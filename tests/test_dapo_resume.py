@@ -33,7 +33,7 @@ def _mc_rows(path: Path) -> list[dict]:
 
 
 def test_kill_in_stage_3_resumes_and_matches_uninterrupted_run(model_dir, tmp_path):
-    from dapo_bench.methods.base import RunOptions, run_training
+    from dapo_bench.run import RunOptions, run_training
 
     # 1. the uninterrupted reference run, in process
     res = run_training("dapo", RunOptions(
@@ -107,7 +107,7 @@ def test_kill_in_stage_3_resumes_and_matches_uninterrupted_run(model_dir, tmp_pa
 def test_trained_policy_dir_loads_with_transformers(model_dir, tmp_path):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from dapo_bench.methods.base import RunOptions, run_training
+    from dapo_bench.run import RunOptions, run_training
 
     res = run_training("dapo", RunOptions(
         model=model_dir, eval_limit=2, eval_max_new_tokens=4, control=False,

@@ -51,7 +51,7 @@ def test_shared_stages_follow_the_pipeline_order():
 
 
 def test_a_variant_sharing_stages_equals_the_variant_from_scratch(model_dir, tmp_path, capsys):
-    from dapo_bench.methods.base import RunOptions, run_training
+    from dapo_bench.run import RunOptions, run_training
 
     opts = {"model": model_dir, "eval_limit": 3, "eval_max_new_tokens": 6, "control": False,
             "out": str(tmp_path), "quiet": True}

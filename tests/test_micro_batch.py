@@ -241,7 +241,7 @@ def test_bad_micro_batch_is_refused():
 
 
 def test_run_options_carry_it_and_check_it():
-    from dapo_bench.methods.base import RunOptions, resolve_options
+    from dapo_bench.run import RunOptions, resolve_options
 
     opts = RunOptions(micro_batch=8)
     assert opts.engine_config() == EngineConfig(micro_batch=8)

@@ -85,7 +85,7 @@ def _torchrun(method: str, stage: str, model_dir: str, out: Path, flags: list[st
 
 
 def test_sft_under_torchrun_two_ranks_matches_one_process(model_dir, tmp_path):
-    from dapo_bench.methods.base import RunOptions, run_training
+    from dapo_bench.run import RunOptions, run_training
 
     run = _torchrun("sft", "zero2", model_dir, tmp_path, FLAGS, SETS)
     two = tmp_path / "two"
@@ -119,7 +119,7 @@ DAPO_SETS = ["n_problems=12", "n_samples=2", "n_rollouts=2", "mc_samples=4",
 def test_dapo_zero3_under_torchrun_two_ranks_matches_one_process(model_dir, tmp_path):
     """Rank 0 samples; critic and actor train on both ranks (ZeRO-3 partitions them) and the
     saved critic and actor equal the one-process torch-engine run's."""
-    from dapo_bench.methods.base import RunOptions, run_training
+    from dapo_bench.run import RunOptions, run_training
     from dapo_bench.training.value import ValueModel
 
     flags = ["--preset", "toy", "--eval-limit", "3", "--eval-max-new-tokens", "6",

@@ -138,8 +138,8 @@ def test_log_numbers_are_formatted():
 def test_a_stage_with_its_own_ledger_logs_what_it_spent(tmp_path, capsys):
     """The control SFT keeps its own ledger (its FLOPs are not the method's), so the run's
     ledger has nothing for its stage: the line said "0 FLOPs" after spending 8.2e12."""
-    from dapo_bench.methods.base import RunOptions
     from dapo_bench.methods.context import RunContext
+    from dapo_bench.run import RunOptions
 
     ctx = RunContext(tmp_path, RunOptions(), n_params=1000, method="dapo")
     ctx.run_stage("control.sft", lambda: {"flops": 8.2e12, "steps": 3})

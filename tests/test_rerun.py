@@ -133,7 +133,8 @@ def test_train_resume_rules(tmp_path):
     from dapo_bench.config import to_dict
     from dapo_bench.errors import UserError
     from dapo_bench.methods import METHODS
-    from dapo_bench.methods.base import RunOptions, _claim_run_dir, default_run_id, resolve_config
+    from dapo_bench.run import RunOptions, resolve_config
+    from dapo_bench.run.rundir import claim_run_dir, default_run_id
 
     spec = METHODS.get("dapo")
 
@@ -149,29 +150,29 @@ def test_train_resume_rules(tmp_path):
     assert default_run_id("dapo", o1, s1) == default_run_id("dapo", o2, s2)
     assert default_run_id("dapo", o1, s1) != default_run_id("dapo", *saved(seed=1))
     run = tmp_path / "run"
-    _claim_run_dir(run, saved(seed=7)[1], spec)
-    _claim_run_dir(run, s1, spec)  # config.json alone (a rejected run) binds nothing
+    claim_run_dir(run, saved(seed=7)[1], spec)
+    claim_run_dir(run, s1, spec)  # config.json alone (a rejected run) binds nothing
     (run / "stages").mkdir()
     (run / "stages" / "train.json").write_text("{}")  # now the run dir holds work
-    _claim_run_dir(run, s2, spec)  # cosmetic + eval-only changes: resumes
+    claim_run_dir(run, s2, spec)  # cosmetic + eval-only changes: resumes
     with pytest.raises(UserError, match=r"\(--seed differs: 0 -> 3\)"):
-        _claim_run_dir(run, saved(seed=3)[1], spec)
+        claim_run_dir(run, saved(seed=3)[1], spec)
     _, s_beta = saved()
     s_beta["config"]["beta"] = 0.1
     with pytest.raises(UserError, match=r"\(--beta differs: 0.5 -> 0.1\)"):
-        _claim_run_dir(run, s_beta, spec)
+        claim_run_dir(run, s_beta, spec)
     (run / "eval").mkdir()  # its evaluation has begun
     with pytest.raises(UserError, match="--eval-limit 5 is below 20"):
-        _claim_run_dir(run, saved(eval_limit=5, eval_tasks=("arith", "arith_ood"))[1], spec)
+        claim_run_dir(run, saved(eval_limit=5, eval_tasks=("arith", "arith_ood"))[1], spec)
     with pytest.raises(UserError, match="--eval-tasks drops arith_ood"):
-        _claim_run_dir(run, saved(eval_limit=20)[1], spec)
-    _claim_run_dir(run, saved(eval_limit=None, eval_tasks=("arith", "arith_ood"))[1], spec)
+        claim_run_dir(run, saved(eval_limit=20)[1], spec)
+    claim_run_dir(run, saved(eval_limit=None, eval_tasks=("arith", "arith_ood"))[1], spec)
 
 
 def test_eval_stage_reruns_when_its_key_changes(tmp_path):
     """A stage run with a key (the eval options) is skipped only when the key is the same."""
-    from dapo_bench.methods.base import RunOptions
     from dapo_bench.methods.context import RunContext
+    from dapo_bench.run import RunOptions
 
     ctx = RunContext(Path(tmp_path), RunOptions(quiet=True), n_params=10, method="x")
     calls = []
@@ -188,8 +189,8 @@ def test_eval_stage_reruns_when_its_key_changes(tmp_path):
 
 def test_interrupted_stage_keeps_its_seconds(tmp_path):
     """A stage stopped by Ctrl-C and rerun reports the seconds of both attempts."""
-    from dapo_bench.methods.base import RunOptions
     from dapo_bench.methods.context import RunContext
+    from dapo_bench.run import RunOptions
 
     ctx = RunContext(Path(tmp_path), RunOptions(quiet=True), n_params=10, method="x")
 

@@ -63,7 +63,7 @@ def _untimed(path: Path) -> list[dict]:
 
 
 def test_dapo_two_ranks_share_the_work_and_match_one_process(model_dir, tmp_path):
-    from dapo_bench.methods.base import RunOptions, run_training
+    from dapo_bench.run import RunOptions, run_training
     from dapo_bench.training.value import ValueModel
 
     _run(_cmd("dapo", model_dir, tmp_path, "two", DAPO_SETS))
@@ -141,7 +141,7 @@ def test_a_killed_rank_resumes_its_shard_without_redoing_finished_chunks(model_d
     rows = read_jsonl(run / "it1" / "mc.jsonl")
     assert len(rows) == len({r["key"] for r in rows}) == chunks["chunks"]
     # and the resumed run's labels are an uninterrupted one's
-    from dapo_bench.methods.base import RunOptions, run_training
+    from dapo_bench.run import RunOptions, run_training
 
     run_training("dapo", RunOptions(model=model_dir, eval_limit=6, eval_max_new_tokens=6,
                                     control=False, out=str(tmp_path), run_id="w", quiet=True),
@@ -158,7 +158,7 @@ def test_a_killed_rank_resumes_its_shard_without_redoing_finished_chunks(model_d
 ])
 def test_online_methods_on_two_ranks_take_one_process_first_update(model_dir, tmp_path, method,
                                                                    sets):
-    from dapo_bench.methods.base import RunOptions, run_training
+    from dapo_bench.run import RunOptions, run_training
 
     _run(_cmd(method, model_dir, tmp_path, "two", sets))
     one = run_training(method, RunOptions(
@@ -209,7 +209,7 @@ def _kill_after_a_save_and_resume(method: str, model_dir: str, tmp_path: Path,
 def test_a_stage_killed_on_two_ranks_resumes_from_its_checkpoint(model_dir, tmp_path):
     """--checkpoint-every on the torch engine's data parallel ranks: SFT killed (SIGKILL, both
     ranks) after a checkpoint, rerun under torchrun, ends with one process's policy."""
-    from dapo_bench.methods.base import RunOptions, run_training
+    from dapo_bench.run import RunOptions, run_training
 
     sets = ["max_steps=24", "batch_size=8", "log_every=1", "optim.lr=1e-3"]
     _kill_after_a_save_and_resume("sft", model_dir, tmp_path, sets)

@@ -60,10 +60,10 @@ def test_smollm2_dapo_on_gsm8k_train_is_token_exact_and_moves_the_policy(tmp_pat
     state and action is the model's own ids, and the actor's weights moved."""
     import torch
 
-    from dapo_bench.methods.base import RunOptions, run_training
     from dapo_bench.methods.dapo.audit import audit_run
     from dapo_bench.models import load_tokenizer
     from dapo_bench.provenance import hash_path
+    from dapo_bench.run import RunOptions, run_training
 
     torch.set_num_threads(1)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")

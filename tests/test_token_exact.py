@@ -58,8 +58,8 @@ def test_one_prompt_one_tokenisation_and_one_bos(tok, bpe_dir):
 
 
 def test_every_method_renders_prompts_with_the_chat_template(bpe_dir):
-    from dapo_bench.methods.base import RunOptions
     from dapo_bench.methods.data import load_train_problems
+    from dapo_bench.run import RunOptions
 
     if not DATA.is_dir():
         pytest.skip(f"{DATA} absent (benchmark files)")
@@ -74,8 +74,8 @@ def test_every_method_renders_prompts_with_the_chat_template(bpe_dir):
 
 def test_training_on_an_eval_task_or_an_overlapping_file_is_refused(tmp_path):
     from dapo_bench.errors import UserError
-    from dapo_bench.methods.base import RunOptions
     from dapo_bench.methods.data import check_training_data, train_split
+    from dapo_bench.run import RunOptions
 
     with pytest.raises(UserError, match="gsm8k is an eval task"):
         train_split("gsm8k")
@@ -117,8 +117,8 @@ def test_dapo_on_bpe_scores_exactly_the_sampled_ids(bpe_dir, tmp_path):
     """End to end: every state and action scored is a slice of what was generated; re-encoding
     would have changed some of them; iteration 2 samples with other seeds; the diagnostic pass is
     not charged; truncations are counted."""
-    from dapo_bench.methods.base import RunOptions, run_training
     from dapo_bench.methods.dapo.audit import audit_run
+    from dapo_bench.run import RunOptions, run_training
 
     opts = RunOptions(model=bpe_dir, eval_tasks=("arith",), eval_limit=4, control=False,
                       out=str(tmp_path), run_id="bpe", quiet=True)
@@ -142,7 +142,7 @@ def test_dapo_on_bpe_scores_exactly_the_sampled_ids(bpe_dir, tmp_path):
 
 
 def test_a_stale_reference_cache_is_recomputed(bpe_dir, tmp_path):
-    from dapo_bench.methods.base import RunOptions, run_training
+    from dapo_bench.run import RunOptions, run_training
 
     opts = RunOptions(model=bpe_dir, eval_tasks=("arith",), eval_limit=2, control=False,
                       out=str(tmp_path), run_id="r", quiet=True)
@@ -174,7 +174,7 @@ def test_audit_cli_reports_and_fails_on_a_doctored_action(bpe_dir, tmp_path):
     from typer.testing import CliRunner
 
     from dapo_bench.cli import app
-    from dapo_bench.methods.base import RunOptions, run_training
+    from dapo_bench.run import RunOptions, run_training
 
     opts = RunOptions(model=bpe_dir, eval_tasks=("arith",), eval_limit=2, control=False,
                       out=str(tmp_path), run_id="a", quiet=True)

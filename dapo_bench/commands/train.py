@@ -95,12 +95,13 @@ def register(app: typer.Typer) -> None:
 
         quiet_accelerator_probe()
 
-        from dapo_bench.methods.base import RunOptions, flag_overrides, run_training, task_spec
+        from dapo_bench import run
+        from dapo_bench.methods.base import flag_overrides
 
         overrides = list(set_ or []) + flag_overrides(method, {
             "beta": beta, "n_rollouts": n_rollouts, "mc_samples": mc_samples,
             "iterations": iterations})
-        opts = RunOptions(
+        opts = run.RunOptions(
             model=model, task=task,
             eval_tasks=tuple(split_names(eval_tasks, "--eval-tasks")),
             eval_limit=eval_limit, eval_max_new_tokens=eval_max_new_tokens, backend=backend,
@@ -112,24 +113,18 @@ def register(app: typer.Typer) -> None:
                                  ("control_lr", control_lr)) if v is not None},
         )
         if threads is None:  # the task's default model says how many threads suit it
-            threads = (task_spec(opts).threads if model is None else None) or 2
+            threads = (run.task_spec(opts).threads if model is None else None) or 2
         if not torch.cuda.is_available():
             torch.set_num_threads(max(1, min(threads, torch.get_num_threads())))
-        res = run_training(method, opts, preset=preset,
-                           config_yaml=str(config) if config else None, overrides=overrides)
+        res = run.run_training(method, opts, preset=preset,
+                               config_yaml=str(config) if config else None,
+                               overrides=overrides)
         from dapo_bench.dist import is_main
 
         if is_main():  # under torchrun every rank returns; one table is enough
-            from dapo_bench.training.budget import describe
-
             Console(stderr=True).print(summary_table(res))
-            if res.get("budget") is not None:
-                Console(stderr=True).print(describe(res["budget"]), markup=False)
-            if (res.get("critic") or {}).get("heldout"):
-                from dapo_bench.methods.dapo.critic import describe_skill
-
-                Console(stderr=True).print("critic " + describe_skill(res["critic"]["heldout"]),
-                                           markup=False)
+            for line in run.summary_lines(res):  # the budget, the method's own summary
+                Console(stderr=True).print(line, markup=False)
 
 
 def summary_table(res: dict):

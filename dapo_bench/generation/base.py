@@ -68,6 +68,11 @@ class Generator(ABC):
         """Make the generator serve the weights saved in ``model_dir`` (same architecture)."""
         raise NotImplementedError(f"{self.backend} cannot update weights in place")
 
+    def serve(self, policy: Any) -> None:
+        """Serve ``policy`` (a ``models.Policy``): by default the weights saved at its path;
+        the hf backend takes its model in memory instead."""
+        self.update_weights(policy.path)
+
     def close(self) -> None:
         """Release the model and any worker processes."""
 
@@ -87,6 +92,7 @@ GENERATORS: Registry[type] = Registry(
 )
 
 
-def load_generator(backend: str, model: str, **options: Any) -> Generator:
-    """Instantiate a registered backend for a local model directory or hub id."""
+def load_generator(backend: str, model: Any, **options: Any) -> Generator:
+    """Instantiate a registered backend for a local model directory or hub id, or a
+    ``models.Policy`` (hf: its model in memory; vllm: its path)."""
     return GENERATORS.get(backend)(model, **options)

@@ -50,7 +50,7 @@ from dapo_bench.generation.base import (
     SamplingParams,
     encode_prompts,
 )
-from dapo_bench.models import count_params, load_policy
+from dapo_bench.models import Policy, count_params, load_policy
 
 _DTYPES = ("float32", "bfloat16", "float16")
 
@@ -99,7 +99,7 @@ class HFGenerator(Generator):
 
     def __init__(
         self,
-        model: str,
+        model: str | Policy,
         *,
         dtype: str = "float32",
         device: str = "auto",
@@ -116,10 +116,13 @@ class HFGenerator(Generator):
             raise UserError(f"hf backend: dtype must be one of {', '.join(_DTYPES)}, got {dtype!r}")
         if batch_size < 1:
             raise UserError(f"hf backend: batch_size must be >= 1, got {batch_size}")
-        self.model_path = str(model)
+        self.model_path = str(model.path if isinstance(model, Policy) else model)
         self.dtype = dtype
         self.batch_size = batch_size
-        self._model, self._tok = load_policy(model, dtype=dtype, device=device)
+        if isinstance(model, Policy) and (dtype, device) == ("float32", model.device):
+            self._model, self._tok = model.model, model.tokenizer  # loaded once, shared
+        else:
+            self._model, self._tok = load_policy(self.model_path, dtype=dtype, device=device)
         self.device = str(self._model.device)
         self._model.eval()
         self.last_prompt_tokens = 0
@@ -150,10 +153,19 @@ class HFGenerator(Generator):
 
     def update_weights(self, model_dir: str) -> None:
         model, _ = load_policy(model_dir, dtype=self.dtype, device=self.device)
+        self._swap(model, str(model_dir))
+
+    def serve(self, policy: Policy) -> None:
+        """Serve the policy's model in memory (no read when it is loaded already)."""
+        if self.dtype != "float32":
+            return self.update_weights(policy.path)
+        self._swap(policy.model, policy.path)
+
+    def _swap(self, model: Any, path: str) -> None:
         if type(model) is not type(self._model) or model.config.vocab_size != len(self._tok):
-            raise UserError(f"{model_dir}: not the same architecture as {self.model_path}")
+            raise UserError(f"{path}: not the same architecture as {self.model_path}")
         self._model = model.eval()
-        self.model_path = str(model_dir)
+        self.model_path = path
 
     def close(self) -> None:
         self._model = None

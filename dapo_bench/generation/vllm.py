@@ -134,7 +134,7 @@ class VLLMGenerator(Generator):
 
     def __init__(
         self,
-        model: str,
+        model: Any,
         *,
         tensor_parallel_size: int = 1,
         gpu_memory_utilization: float = 0.85,
@@ -168,7 +168,7 @@ class VLLMGenerator(Generator):
         except ImportError:  # older vLLM: validation errors are ValueErrors
             VLLMValidationError = ValueError
         self._invalid = (ValueError, VLLMValidationError)
-        self.model_path = str(model)
+        self.model_path = str(getattr(model, "path", model))  # a models.Policy: its saved dir
         self.reload = reload
         self.last_prompt_tokens = 0
         self.last_generated_tokens = 0

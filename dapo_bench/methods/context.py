@@ -1,5 +1,12 @@
 """What a method sees while it runs: :class:`RunContext` (run dir, options, ledger, stages,
-progress, the generator, the training engine's settings).
+progress, the policy in memory, the generator, the training engine's settings).
+
+Policies go from stage to stage as ``models.Policy`` handles: :meth:`RunContext.policy` gives
+the handle of a saved dir (the one the run holds, model already in memory, when it is that
+dir), a training stage that trained it in place saves it (``Policy.save``) and hands the new
+handle to :meth:`RunContext.adopt`, and :meth:`RunContext.generator` serves a handle (the hf
+backend shares its model). A stage skipped on resume loads nothing; the next stage that needs
+the policy reads its dir once.
 
 Stages go through :meth:`RunContext.run_stage`: a stage is skipped when its marker
 ``stages/<name>.json`` exists (it stores the stage's ledger counts and wall time, so an
@@ -37,6 +44,7 @@ from typing import Any
 from dapo_bench import dist
 from dapo_bench.io import atomic_write_json, read_json
 from dapo_bench.ledger import Ledger, StageCount
+from dapo_bench.models import Policy
 from dapo_bench.training import checkpoint
 
 
@@ -51,18 +59,38 @@ class RunContext:
         self.engine_cfg = opts.engine_config()
         self.stage_seconds: dict[str, float] = {}
         self.counts: dict[str, dict[str, int]] = {}  # per stage: items truncated, dropped, ...
-        self._tokenizer: Any = None
+        self._policy: Policy | None = None  # the policy the run holds in memory
         self._gen: Any = None
-        self._gen_model: str | None = None
+        self._gen_policy: Policy | None = None
 
     @property
     def tokenizer(self) -> Any:
         """The reference policy's tokenizer (every policy of the run shares it)."""
-        if self._tokenizer is None:
-            from dapo_bench.models import load_tokenizer
+        return self.policy(self.opts.model).tokenizer
 
-            self._tokenizer = load_tokenizer(self.opts.model)
-        return self._tokenizer
+    def policy(self, path: str | Path) -> Policy:
+        """The policy saved at ``path``: the handle the run holds when it is that one (its
+        model already in memory, e.g. the actor just trained), else a new handle (which loads
+        on first use) that the run holds from now on."""
+        if self._policy is None or self._policy.path != str(path):
+            if self._policy is not None and self._policy is not self._gen_policy:
+                self._policy.release()  # one policy in memory besides the generator's
+            self._policy = Policy(path)
+        return self._policy
+
+    def adopt(self, policy: Policy) -> Policy:
+        """Hold ``policy`` as the run's (the next ``policy(path)`` of its path returns it)."""
+        if self._policy is not None and self._policy is not policy:
+            self._policy.release()
+        self._policy = policy
+        return policy
+
+    def save_trained(self, policy: Policy, out_dir: str | Path) -> Policy:
+        """Save ``policy`` (its model trained in place) to ``out_dir`` and hold the new handle,
+        so the next stage that names ``out_dir`` gets the model without reading it. With a
+        DeepSpeed engine (which owns its module) the model is let go; the next stage reads
+        the saved dir."""
+        return self.adopt(policy.save(out_dir, keep=self.engine_cfg.name == "torch"))
 
     def count(self, stage: str, counts: dict[str, int]) -> None:
         """Add to a stage's counts (kept in its marker and reported in results.json)."""
@@ -162,13 +190,18 @@ class RunContext:
         return info
 
     # ------------------------------------------------------------------ models
-    def generator(self, model_dir: str) -> Any:
-        """The generator serving ``model_dir`` (one instance; weights swapped on change)."""
+    def generator(self, policy: Policy | str) -> Any:
+        """The generator serving ``policy`` (a handle, or the path of one: ``self.policy``);
+        one instance, whose weights are swapped when another handle is asked for (a handle
+        whose model was trained in place has moved to a new one, so it is never served
+        stale)."""
+        if not isinstance(policy, Policy):
+            policy = self.policy(policy)
         if self._gen is None:
-            self._gen = new_generator(self.opts, model_dir)
-        elif self._gen_model != model_dir:
-            self._gen.update_weights(model_dir)
-        self._gen_model = model_dir
+            self._gen = new_generator(self.opts, policy)
+        elif self._gen_policy is not policy:
+            self._gen.serve(policy)
+        self._gen_policy = policy
         return self._gen
 
     def close(self) -> None:
@@ -177,12 +210,13 @@ class RunContext:
             self._gen = None
 
 
-def new_generator(opts: Any, model_dir: str) -> Any:
-    """A fresh generator of the run's backend (``GENERATORS``) for ``model_dir``."""
+def new_generator(opts: Any, policy: Policy | str) -> Any:
+    """A fresh generator of the run's backend (``GENERATORS``) for ``policy`` (a handle or a
+    saved dir)."""
     from dapo_bench.generation.base import load_generator
 
     options = {"batch_size": opts.gen_batch_size} if opts.backend == "hf" else {}
-    return load_generator(opts.backend, model_dir, **options)
+    return load_generator(opts.backend, policy, **options)
 
 
 def _flops_note(info: dict, run_flops: float) -> str:

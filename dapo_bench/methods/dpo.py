@@ -29,7 +29,6 @@ import torch.nn.functional as F
 from dapo_bench.ledger import Ledger
 from dapo_bench.methods.base import MethodOutput, register_method, train_stage
 from dapo_bench.methods.data import OfflineSampling, as_groups, rollout_stage
-from dapo_bench.models import load_policy, save_policy
 from dapo_bench.training import budget
 from dapo_bench.training.batches import pack_pairs, sequence_logprobs
 from dapo_bench.training.engine import ONE_PROCESS, EngineConfig, OptimConfig, make_engine
@@ -189,7 +188,8 @@ def run_dpo(ctx: Any, cfg: DPOConfig) -> MethodOutput:
     def work() -> dict:
         pairs = build_pairs(as_groups(groups, prompts),
                             max_pairs_per_prompt=cfg.max_pairs_per_prompt, seed=ctx.opts.seed)
-        model, tok = load_policy(ctx.opts.model)
+        policy = ctx.policy(ctx.opts.model)
+        model, tok = policy.model, policy.tokenizer
         history: list[dict] = []
         how = {"steps": 0, "epochs": 0.0, "stopped": "no data"}
         if pairs:
@@ -205,7 +205,7 @@ def run_dpo(ctx: Any, cfg: DPOConfig) -> MethodOutput:
             ctx.count("train", stats.counts)
         else:
             ctx.log("dpo: no (correct, wrong) pair to train on; the policy is unchanged")
-        save_policy(model, tok, out_dir)
+        ctx.save_trained(policy, out_dir)
         return {"problems_sampled": len(groups), "pairs": len(pairs), **how,
                 "history": history}
 

@@ -23,7 +23,6 @@ from typing import Any
 
 from dapo_bench.methods.base import MethodOutput, register_method, train_stage
 from dapo_bench.methods.data import OfflineSampling, as_groups, rollout_stage
-from dapo_bench.models import load_policy, save_policy
 from dapo_bench.training import budget
 from dapo_bench.training.engine import OptimConfig
 from dapo_bench.training.sft import SFTConfig, train_sft
@@ -76,7 +75,8 @@ def run_rft(ctx: Any, cfg: RFTConfig) -> MethodOutput:
 
     def work() -> dict:
         pairs = select_correct(as_groups(groups, prompts), max_per_prompt=cfg.max_per_prompt)
-        model, tok = load_policy(ctx.opts.model)
+        policy = ctx.policy(ctx.opts.model)
+        model, tok = policy.model, policy.tokenizer
         if pairs:
             stats = train_sft(model, tok, pairs, sft_cfg, ledger=ctx.ledger, stage="train",
                               engine_cfg=ctx.engine_cfg)
@@ -86,7 +86,7 @@ def run_rft(ctx: Any, cfg: RFTConfig) -> MethodOutput:
         else:
             ctx.log("rft: no correct sample to train on; the policy is unchanged")
             history, steps, stopped, ep = [], 0, "no data", 0.0
-        save_policy(model, tok, out_dir)
+        ctx.save_trained(policy, out_dir)
         return {"problems_sampled": len(groups), "pairs": len(pairs), "steps": steps,
                 "epochs": ep, "stopped": stopped,
                 "history": history}

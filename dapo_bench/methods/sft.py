@@ -15,7 +15,6 @@ import dataclasses
 from typing import Any
 
 from dapo_bench.methods.base import MethodOutput, register_method, train_stage
-from dapo_bench.models import load_policy, save_policy
 from dapo_bench.training import budget
 from dapo_bench.training.loop import steps_for
 from dapo_bench.training.sft import SFTConfig, train_sft
@@ -34,7 +33,7 @@ PRESETS: dict[str, dict] = {
 )
 def run_sft(ctx: Any, cfg: SFTConfig) -> MethodOutput:
     from dapo_bench.methods.context import step_counter
-    from dapo_bench.methods.report import train_problem_solutions
+    from dapo_bench.methods.evaluate import train_problem_solutions
 
     out_dir = ctx.run_dir / "policy"
     nominal = cfg.epochs
@@ -42,14 +41,15 @@ def run_sft(ctx: Any, cfg: SFTConfig) -> MethodOutput:
 
     def work() -> dict:
         pairs = train_problem_solutions(ctx)
-        model, tok = load_policy(ctx.opts.model)
+        policy = ctx.policy(ctx.opts.model)
+        model, tok = policy.model, policy.tokenizer
         steps = steps_for(nominal, len(pairs), cfg.batch_size)
         with ctx.progress("sft", steps, unit="steps") as advance:
             report = step_counter(advance, cfg.log_every)
             stats = train_sft(model, tok, pairs, cfg, ledger=ctx.ledger, stage="train",
                               engine_cfg=ctx.engine_cfg, on_log=lambda s: report(s.steps))
         ctx.count("train", stats.counts)
-        save_policy(model, tok, out_dir)
+        ctx.save_trained(policy, out_dir)
         return {"pairs": len(pairs), "steps": stats.steps, "epochs": round(stats.epochs, 3),
                 "stopped": stats.stopped or "epochs", "history": stats.history}
 

@@ -17,7 +17,7 @@ artifact under ``runs/<id>/it<k>/``:
                         low-spread states dropped
 6. ``actor/``           the trained policy (a transformers model dir); ``ref_logprobs.json``
 7. with ``iterations`` > 1 the actor becomes pi_ref of the next iteration.
-Then ``run_training`` evaluates reference, final policy and the equal-compute SFT control.
+Then ``dapo_bench.run`` evaluates reference, final policy and the equal-compute SFT control.
 
 Not covered: vLLM-specific prefix-cache tuning (the backend's own), multi-node runs.
 """
@@ -31,6 +31,7 @@ from dapo_bench.methods.base import MethodOutput, register_method
 from dapo_bench.methods.context import RunContext
 from dapo_bench.methods.dapo.actor import ActorConfig
 from dapo_bench.methods.dapo.critic import CriticConfig
+from dapo_bench.models import Policy
 
 
 @dataclass(frozen=True)
@@ -120,17 +121,25 @@ FLAGS = {"beta": "beta", "n_rollouts": "n_rollouts", "mc_samples": "mc_samples",
          "iterations": "iterations"}
 
 
+def summary(results: dict) -> list[str]:
+    """What ``dapo-bench train`` prints after the table: the critic's held-out skill."""
+    from dapo_bench.methods.dapo.critic import describe_skill
+
+    heldout = (results.get("critic") or {}).get("heldout")
+    return ["critic " + describe_skill(heldout)] if heldout else []
+
+
 @register_method(
-    "dapo", config=DapoConfig, presets=PRESETS, flags=FLAGS,
+    "dapo", config=DapoConfig, presets=PRESETS, flags=FLAGS, summary=summary,
     help="DAPO (Liu et al., step-level): offline, MC-labelled critic, A/beta log-ratio "
          "regression (arXiv 2412.18279; not ByteDance's DAPO)",
 )
 def train_dapo(ctx: RunContext, cfg: DapoConfig) -> MethodOutput:
     from dapo_bench.ledger import BudgetExhausted
-    from dapo_bench.methods.report import eval_policy
+    from dapo_bench.methods.evaluate import eval_policy
 
-    policy = ctx.opts.model
-    out = MethodOutput(model_dir=policy)
+    policy = ctx.policy(ctx.opts.model)  # a handle: each stage takes the model it holds
+    out = MethodOutput(model_dir=policy.path)
     for k in range(1, cfg.iterations + 1):
         try:
             ctx.ledger.check_budget()
@@ -138,18 +147,18 @@ def train_dapo(ctx: RunContext, cfg: DapoConfig) -> MethodOutput:
         except BudgetExhausted as e:
             ctx.log(f"iteration {k}: {e}; stopping")
             break
-        policy = it["actor_dir"]
+        policy = ctx.policy(it["actor_dir"])  # the trained actor, in memory when just trained
         label = "final" if k == cfg.iterations else f"it{k}"
         it["eval"] = eval_policy(ctx, policy, label)
         out.iterations.append(it)
         out.history.extend({"iteration": k, **h} for h in it.pop("actor_history"))
-        out.model_dir = policy
+        out.model_dir = policy.path
     if out.iterations:
         out.extra["critic"] = out.iterations[-1]["critic"]
     return out
 
 
-def _iteration(ctx: RunContext, cfg: DapoConfig, k: int, policy: str) -> dict:
+def _iteration(ctx: RunContext, cfg: DapoConfig, k: int, policy: Policy) -> dict:
     from dapo_bench.methods.dapo import stages as st
     from dapo_bench.training import budget
 
@@ -159,9 +168,9 @@ def _iteration(ctx: RunContext, cfg: DapoConfig, k: int, policy: str) -> dict:
     # with a FLOP target: iteration k spends up to k/K of it, its sampling a data_frac share
     led, part = ctx.ledger, 1.0 / cfg.iterations
     data_upto = budget.share(led, (k - 1) * part * (budget.target(led) or 0), cfg.data_frac * part)
-    scorer, problems = st.problems_for(ctx, cfg, k, policy)
+    scorer, problems = st.problems_for(ctx, cfg, k)
     try:
-        info: dict[str, Any] = {"iteration": k, "reference": policy}
+        info: dict[str, Any] = {"iteration": k, "reference": policy.path}
         with budget.phase(led, data_upto):
             info["rollouts"] = ctx.run_stage(p + "rollouts", lambda: st.rollouts(
                 ctx, cfg, policy, problems, scorer, d, p + "rollouts", k), every_rank=True)

@@ -24,6 +24,7 @@ from dapo_bench import dist
 from dapo_bench.errors import UserError
 from dapo_bench.generation.base import SamplingParams
 from dapo_bench.io import atomic_write_json, atomic_write_jsonl, read_json, read_jsonl
+from dapo_bench.models import Policy
 from dapo_bench.training.rollouts import (
     Request,
     ResumableLog,
@@ -35,7 +36,7 @@ from dapo_bench.training.rollouts import (
 )
 
 
-def problems_for(ctx: Any, cfg: Any, k: int, policy: str) -> tuple[Any, list]:
+def problems_for(ctx: Any, cfg: Any, k: int) -> tuple[Any, list]:
     """(scorer, problems) of iteration ``k``: with fresh_problems the k-th slice of the split."""
     from dapo_bench.methods.data import Scorer, load_train_problems, load_train_task
 
@@ -214,7 +215,9 @@ def critic(ctx, cfg, policy, d: Path, stage: str) -> dict:
     train = [x[:2] for x in data if not _heldout(x[2], frac)]
     # the calibration report: held-out problems' MC states (m-sample labels) only
     held = [x[:2] for x in data if x[3] and _heldout(x[2], frac)]
-    lm, tok = load_policy(cfg.critic.model or policy)
+    # the critic's backbone: a copy of pi_ref in memory (or another model, critic.model)
+    lm, tok = (load_policy(cfg.critic.model) if cfg.critic.model
+               else (policy.copy_model(), policy.tokenizer))
     vm = ValueModel.from_causal_lm(lm)
     # charged at the critic's own size (a larger backbone via critic.model costs more)
     ctx.ledger.set_params(stage, count_params(vm))
@@ -281,7 +284,7 @@ def advantages(ctx, cfg, d: Path, stage: str) -> dict:
             "scored_actions": len(vals)}
 
 
-def _reference(ctx, model, tok, sts, cfg, d: Path, policy: str, stage: str) -> dict:
+def _reference(ctx, model, tok, sts, cfg, d: Path, policy: Policy, stage: str) -> dict:
     """log pi_ref of every kept action, cached in ``ref_logprobs.json`` with what it belongs to
     (the advantages file and the policy): a cache of other inputs is recomputed, not reused."""
     from dapo_bench.methods.dapo.actor import reference_logprobs
@@ -289,7 +292,7 @@ def _reference(ctx, model, tok, sts, cfg, d: Path, policy: str, stage: str) -> d
 
     cache = d / "ref_logprobs.json"
     belongs = {"advantages": hash_bytes((d / "advantages.jsonl").read_bytes()),
-               "policy": hash_path(policy), "max_length": cfg.actor.max_length}
+               "policy": hash_path(policy.path), "max_length": cfg.actor.max_length}
     if cache.is_file():
         ref = read_json(cache)
         if ref.get("belongs_to") == belongs:
@@ -308,15 +311,13 @@ def _reference(ctx, model, tok, sts, cfg, d: Path, policy: str, stage: str) -> d
 
 def actor(ctx, cfg, policy, d: Path, stage: str) -> dict:
     from dapo_bench.methods.dapo.actor import dapo_actor_loss, reference_logprobs, train_actor
-    from dapo_bench.models import load_policy, save_policy
-
     sts = read_jsonl(d / "advantages.jsonl")
-    model, tok = load_policy(policy)
+    model, tok = policy.model, policy.tokenizer  # pi_ref, trained in place into the actor
     ref = _reference(ctx, model, tok, sts, cfg, d, policy, stage)
     ctx.ledger.add_inf(stage, ref["tokens"])
     if not sts:
         ctx.log("actor: no state kept by the advantage filter; the policy is unchanged")
-        save_policy(model, tok, d / "actor")
+        ctx.save_trained(policy, d / "actor")
         return {"steps": 0, "history": []}
     from dapo_bench.training import budget
 
@@ -325,7 +326,7 @@ def actor(ctx, cfg, policy, d: Path, stage: str) -> dict:
                      cfg=acfg, seed=ctx.opts.seed, engine_cfg=ctx.engine_cfg,
                      ledger=ctx.ledger, stage=stage)
     ctx.count(stage, st.counts)
-    save_policy(model, tok, d / "actor")
+    ctx.save_trained(policy, d / "actor")
     # a diagnostic after training: the log-ratio of every action against A. It is not part of
     # the method, so its forward passes are not charged to the ledger (its tokens are reported)
     import torch

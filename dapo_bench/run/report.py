@@ -1,7 +1,5 @@
-"""Evaluation, the equal-compute control, and the training run's ``results.json``.
+"""The equal-compute control and the training run's ``results.json``.
 
-- :func:`eval_policy` runs the eval library (``dapo_bench.eval.evaluate``, greedy) on the run's
-  eval tasks into ``<run>/eval/<label>/`` (results.json + samples.jsonl; resumable).
 - :func:`run_control` gives the REFERENCE policy the same FLOPs as the method's training (plain
   SFT on the training problems' gold solutions, ``dapo_bench.training.sft``) and saves it as
   ``<run>/control``: a gain that this control matches is not to the method's credit.
@@ -9,6 +7,8 @@
   builder eval uses too): the final policy's task metrics, the ledger, config, history,
   iterations, per-stage wall times, and for each eval task the reference / control / final
   accuracies with paired-bootstrap gains (``comparison``).
+- :func:`summary_lines`: what ``dapo-bench train`` prints after its table (the budget, and the
+  method's own ``summary``).
 
 Not covered: sampled (n > 1) evaluation of training runs; controls other than SFT.
 """
@@ -20,46 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from dapo_bench import dist
-from dapo_bench.errors import UserError
 from dapo_bench.io import read_json
 from dapo_bench.ledger import Ledger
+from dapo_bench.methods.evaluate import eval_policy, train_problem_solutions
 from dapo_bench.results import build_results, now_utc, write_results
-
-
-def eval_policy(ctx: Any, model_dir: str, label: str) -> dict:
-    """Greedy accuracy of ``model_dir`` on the eval tasks: {task: {value, stderr, n}}."""
-    from dapo_bench.eval import evaluate
-
-    out_dir = ctx.run_dir / "eval" / label
-
-    def work() -> dict:
-        res = evaluate(
-            ctx.generator(model_dir), list(ctx.opts.eval_tasks), run_dir=out_dir,
-            limit=ctx.opts.eval_limit, max_new_tokens=ctx.opts.eval_max_new_tokens,
-            quiet=ctx.opts.quiet, method=label, data_dir=ctx.opts.data_dir,
-            seed=ctx.opts.seed, chunk=ctx.opts.gen_batch_size,
-        )
-        return {t: {**r["metrics"]["acc"], "n": r["n_problems"]} for t, r in res["tasks"].items()}
-
-    key = {"tasks": list(ctx.opts.eval_tasks), "limit": ctx.opts.eval_limit,
-           "max_new_tokens": ctx.opts.eval_max_new_tokens}  # other eval options: rerun it
-    info = ctx.run_stage(f"eval.{label}", work, every_rank=True, key=key)
-    ctx.log("eval " + label + ": " + ", ".join(
-        f"{t} {m['value']:.3f}±{m['stderr'] or 0:.3f}" for t, m in info.items()))
-    return info
-
-
-def train_problem_solutions(ctx: Any) -> list[tuple[list[int], list[int]]]:
-    """SFT rows (prompt ids, gold solution ids + EOS) of the training split: what the ``sft``
-    method and the SFT control train on (the prompt ids every method samples from)."""
-    from dapo_bench.methods.data import load_train_problems
-    from dapo_bench.training.sft import sft_rows
-
-    probs = [p for p in load_train_problems(ctx) if p.solution]
-    if not probs:
-        raise UserError(f"task {ctx.opts.task}: no gold solutions (its spec names no "
-                        f"fields.solution) for SFT or the control (--no-control skips it)")
-    return sft_rows(ctx.tokenizer, [(p.prompt_ids, p.solution) for p in probs])
 
 
 def run_control(ctx: Any, ref_dir: str, flops: float) -> str:
@@ -67,12 +31,12 @@ def run_control(ctx: Any, ref_dir: str, flops: float) -> str:
     out = ctx.run_dir / "control"
 
     def work() -> dict:
-        from dapo_bench.models import load_policy, save_policy
         from dapo_bench.training.engine import OptimConfig
         from dapo_bench.training.sft import SFTConfig, train_sft
 
         pairs = train_problem_solutions(ctx)
-        model, tok = load_policy(ref_dir)
+        policy = ctx.policy(ref_dir)
+        model, tok = policy.model, policy.tokenizer
         from dapo_bench.training import budget
 
         led = Ledger(n_params=ctx.ledger.n_params, budget_flops=flops)
@@ -81,7 +45,7 @@ def run_control(ctx: Any, ref_dir: str, flops: float) -> str:
         stats = train_sft(model, tok, pairs, cfg, ledger=led, stage="control",
                           engine_cfg=ctx.engine_cfg)
         ctx.count("control.sft", stats.counts)
-        save_policy(model, tok, out)
+        ctx.save_trained(policy, out)
         return {"flops": led.total_flops, "target_flops": flops, "steps": stats.steps,
                 "epochs": stats.epochs, "loss": stats.loss, "n_pairs": len(pairs)}
 
@@ -149,3 +113,14 @@ def _hash_or_none(path: str) -> str | None:
     from dapo_bench.provenance import hash_path
 
     return hash_path(path) if Path(path).exists() else None
+
+
+def summary_lines(results: dict) -> list[str]:
+    """Plain lines about a finished run: how the FLOP budget was reached, then the method's
+    own ``summary`` (e.g. DAPO's critic skill)."""
+    from dapo_bench.methods import METHODS
+    from dapo_bench.training.budget import describe
+
+    lines = [describe(results["budget"])] if results.get("budget") is not None else []
+    spec = METHODS.get(results["method"])
+    return lines + (spec.summary(results) if spec.summary else [])

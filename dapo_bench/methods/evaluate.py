@@ -1,0 +1,51 @@
+"""What methods evaluate and train on besides their own data: :func:`eval_policy` (a policy's
+greedy accuracy on the run's eval tasks, as a resumable stage: the eval library,
+``dapo_bench.eval.evaluate``, into ``<run>/eval/<label>/``) and :func:`train_problem_solutions`
+(the training problems' gold solutions as SFT rows: the ``sft`` method's data and the
+equal-compute control's).
+
+Not covered: sampled (n > 1) evaluation of training runs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dapo_bench.errors import UserError
+
+
+def eval_policy(ctx: Any, model_dir: Any, label: str) -> dict:
+    """Greedy accuracy of ``model_dir`` (a saved dir or a ``models.Policy``) on the eval
+    tasks: {task: {value, stderr, n}}."""
+    from dapo_bench.eval import evaluate
+
+    out_dir = ctx.run_dir / "eval" / label
+
+    def work() -> dict:
+        res = evaluate(
+            ctx.generator(model_dir), list(ctx.opts.eval_tasks), run_dir=out_dir,
+            limit=ctx.opts.eval_limit, max_new_tokens=ctx.opts.eval_max_new_tokens,
+            quiet=ctx.opts.quiet, method=label, data_dir=ctx.opts.data_dir,
+            seed=ctx.opts.seed, chunk=ctx.opts.gen_batch_size,
+        )
+        return {t: {**r["metrics"]["acc"], "n": r["n_problems"]} for t, r in res["tasks"].items()}
+
+    key = {"tasks": list(ctx.opts.eval_tasks), "limit": ctx.opts.eval_limit,
+           "max_new_tokens": ctx.opts.eval_max_new_tokens}  # other eval options: rerun it
+    info = ctx.run_stage(f"eval.{label}", work, every_rank=True, key=key)
+    ctx.log("eval " + label + ": " + ", ".join(
+        f"{t} {m['value']:.3f}±{m['stderr'] or 0:.3f}" for t, m in info.items()))
+    return info
+
+
+def train_problem_solutions(ctx: Any) -> list[tuple[list[int], list[int]]]:
+    """SFT rows (prompt ids, gold solution ids + EOS) of the training split: what the ``sft``
+    method and the SFT control train on (the prompt ids every method samples from)."""
+    from dapo_bench.methods.data import load_train_problems
+    from dapo_bench.training.sft import sft_rows
+
+    probs = [p for p in load_train_problems(ctx) if p.solution]
+    if not probs:
+        raise UserError(f"task {ctx.opts.task}: no gold solutions (its spec names no "
+                        f"fields.solution) for SFT or the control (--no-control skips it)")
+    return sft_rows(ctx.tokenizer, [(p.prompt_ids, p.solution) for p in probs])

@@ -1,0 +1,70 @@
+"""``run_training(method, opts, ...)``: one training run, start to end.
+
+1. checks every option and resolves the config (``run.options``) BEFORE anything is written,
+   then claims ``runs/<run-id>/`` with ``config.json`` (``run.rundir``);
+2. loads the reference policy once (a ``models.Policy``, handed to the run's context) and runs
+   the method, whose stages go through ``ctx.run_stage`` (``methods.context``);
+3. evaluates the reference and the final policy greedily on the eval tasks, and with
+   ``control`` trains and evaluates the equal-compute SFT control (``run.report``);
+4. writes ``results.json`` (schema and builder in ``dapo_bench.results``).
+
+Not covered: online methods mixing several training tasks; resuming a run under another config.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from pathlib import Path
+
+from dapo_bench import dist
+from dapo_bench.config import to_dict
+from dapo_bench.io import check_out_dir, check_run_id
+from dapo_bench.methods import METHODS
+from dapo_bench.methods.base import MethodSpec
+from dapo_bench.methods.context import RunContext
+from dapo_bench.run.options import RunOptions, resolve_config, resolve_options
+from dapo_bench.run.rundir import claim_run_dir, default_run_id
+
+
+def run_training(
+    method: str,
+    opts: RunOptions | None = None,
+    *,
+    preset: str | None = None,
+    config_yaml: str | None = None,
+    overrides: list[str] | tuple[str, ...] = (),
+) -> dict:
+    """Train with ``method``, evaluate, write ``results.json``; returns the results dict."""
+    opts = opts or RunOptions()
+    from dapo_bench.methods.data import check_training_data
+    from dapo_bench.models import Policy, count_params
+    from dapo_bench.run.report import train_results
+
+    spec: MethodSpec = METHODS.get(method)
+    preset, cfg = resolve_config(spec, opts, preset, config_yaml, list(overrides))
+    opts = resolve_options(method, opts)
+    if opts.run_id is not None:
+        check_run_id(opts.run_id)
+    check_out_dir(opts.out)
+    saved = {"method": method, "preset": preset, "options": to_dict(opts), "config": to_dict(cfg)}
+    if opts.run_id is None:  # a function of the settings: rerunning the command resumes
+        opts = dataclasses.replace(opts, run_id=default_run_id(method, opts, saved))
+        saved["options"]["run_id"] = opts.run_id
+    train_data = check_training_data(opts)  # train and test never meet (a UserError if they do)
+    ref = Policy(opts.model)
+    n_params = count_params(ref.model)  # a bad model dir fails before anything is written
+    run_dir = Path(opts.out) / opts.run_id
+    if dist.is_main():
+        claim_run_dir(run_dir, saved, spec)
+    dist.barrier()
+    t0 = time.perf_counter()
+    ctx = RunContext(run_dir, opts, n_params, method)
+    ctx.adopt(ref)  # loaded once: the first stage that uses the reference takes this one
+    ctx.log(f"run dir {run_dir} (method {method}, preset {preset})")
+    try:
+        out = spec.fn(ctx, cfg)
+        results = train_results(ctx, spec, saved, out, t0, train_data)
+    finally:
+        ctx.close()
+    return results
