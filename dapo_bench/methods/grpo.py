@@ -19,20 +19,19 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from dapo_bench.ledger import Ledger
 from dapo_bench.methods.base import MethodOutput, register_method
 from dapo_bench.methods.online import run_online
 from dapo_bench.training.batches import token_logprobs
-from dapo_bench.training.engine import ONE_PROCESS, EngineConfig, OptimConfig, make_engine
+from dapo_bench.training.engine import OptimConfig, make_engine
 from dapo_bench.training.loop import LossOut
 from dapo_bench.training.online import (
     OnlinePolicy,
+    OnlineRun,
     RolloutBatch,
     chunked_logprobs,
     frozen_copy,
     global_rows,
-    online_loop,
-    sampling_params,
+    online_trainer,
     slice_rows,
     update_passes,
 )
@@ -43,7 +42,6 @@ from dapo_bench.training.policy_gradient import (
     compute_advantages,
     outcome_token_rewards,
 )
-from dapo_bench.training.rollouts import Score
 
 
 @dataclass(frozen=True)
@@ -87,22 +85,14 @@ PRESETS: dict[str, dict] = {
 }
 
 
-def train_grpo(
-    policy: OnlinePolicy,
-    problems: list,
-    cfg: GRPOConfig,
-    *,
-    ledger: Ledger,
-    score: Score,
-    stage: str = "train",
-    seed: int = 0,
-    engine_cfg: EngineConfig = ONE_PROCESS,
-    on_log=None,
-) -> list[dict]:
+@online_trainer
+def train_grpo(policy: OnlinePolicy, problems: list, cfg: GRPOConfig,
+               run: OnlineRun) -> list[dict]:
     """Train ``policy.model`` in place, sampling from its current weights; per-step logs."""
     model = policy.model
     ref = frozen_copy(model)
-    engine = make_engine(model, cfg.optim, engine_cfg)
+    engine = make_engine(model, cfg.optim, run.engine_cfg)
+    ledger, stage, seed = run.ledger, run.stage, run.seed
 
     def update(rb: RolloutBatch, step: int) -> dict:
         mask = rb.batch.response_mask
@@ -130,12 +120,8 @@ def train_grpo(
                               step=step)
         return {k: means.get(k, 0.0) for k in ("pg_loss", "kl", "clip_frac")}
 
-    return online_loop(
-        policy, problems, n_prompts=cfg.prompts_per_step, n_samples=cfg.samples_per_prompt,
-        params=lambda step: sampling_params(cfg, cfg.samples_per_prompt, seed * 100003 + step),
-        update=update, max_steps=cfg.max_steps, max_length=cfg.max_length, score=score,
-        ledger=ledger, stage=stage, seed=seed, engines={"": engine}, on_log=on_log,
-    )
+    return run.loop(policy, problems, cfg, n_prompts=cfg.prompts_per_step,
+                    n_samples=cfg.samples_per_prompt, update=update, engines={"": engine})
 
 
 @register_method(

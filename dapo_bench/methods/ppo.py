@@ -25,20 +25,19 @@ from typing import Any
 
 import torch
 
-from dapo_bench.ledger import Ledger
 from dapo_bench.methods.base import MethodOutput, register_method
 from dapo_bench.methods.online import run_online
 from dapo_bench.training.batches import PairBatch, token_logprobs
-from dapo_bench.training.engine import ONE_PROCESS, EngineConfig, OptimConfig, make_engine
+from dapo_bench.training.engine import OptimConfig, make_engine
 from dapo_bench.training.loop import LossOut
 from dapo_bench.training.online import (
     OnlinePolicy,
+    OnlineRun,
     RolloutBatch,
     charge,
     chunked_logprobs,
     frozen_copy,
-    online_loop,
-    sampling_params,
+    online_trainer,
     slice_rows,
     update_passes,
 )
@@ -52,7 +51,6 @@ from dapo_bench.training.policy_gradient import (
     outcome_token_rewards,
     shaped_rewards,
 )
-from dapo_bench.training.rollouts import Score
 from dapo_bench.training.value import ValueModel
 
 
@@ -108,25 +106,17 @@ def token_values(critic: ValueModel, batch: PairBatch) -> torch.Tensor:
     return out * batch.response_mask
 
 
-def train_ppo(
-    policy: OnlinePolicy,
-    problems: list,
-    cfg: PPOConfig,
-    *,
-    ledger: Ledger,
-    score: Score,
-    stage: str = "train",
-    seed: int = 0,
-    engine_cfg: EngineConfig = ONE_PROCESS,
-    on_log=None,
-) -> list[dict]:
+@online_trainer
+def train_ppo(policy: OnlinePolicy, problems: list, cfg: PPOConfig,
+              run: OnlineRun) -> list[dict]:
     """Train ``policy.model`` in place and a critic beside it; returns per-step logs."""
     model = policy.model
     ref = frozen_copy(model)
     critic = ValueModel.from_causal_lm(copy.deepcopy(model))
-    engines = {"actor": make_engine(model, cfg.optim, engine_cfg),
+    engines = {"actor": make_engine(model, cfg.optim, run.engine_cfg),
                "critic": make_engine(critic, OptimConfig(**{**cfg.optim.__dict__,
-                                                            "lr": cfg.critic_lr}), engine_cfg)}
+                                                            "lr": cfg.critic_lr}), run.engine_cfg)}
+    ledger, stage, seed = run.ledger, run.stage, run.seed
 
     def update(rb: RolloutBatch, step: int) -> dict:
         mask = rb.batch.response_mask
@@ -168,12 +158,8 @@ def train_ppo(
                               step=step)
         return {k: means.get(k, 0.0) for k in ("pg_loss", "kl", "clip_frac", "value_loss")}
 
-    return online_loop(
-        policy, problems, n_prompts=cfg.rollout_batch, n_samples=1,
-        params=lambda step: sampling_params(cfg, 1, seed * 100003 + step), update=update,
-        max_steps=cfg.max_steps, max_length=cfg.max_length, score=score, ledger=ledger,
-        stage=stage, seed=seed, engines=engines, on_log=on_log,
-    )
+    return run.loop(policy, problems, cfg, n_prompts=cfg.rollout_batch, n_samples=1,
+                    update=update, engines=engines)
 
 
 @register_method(

@@ -265,3 +265,47 @@ def online_loop(policy: OnlinePolicy, problems: Sequence[TrainProblem], *, n_pro
                                 "seconds": time.perf_counter() - t0}, key, ledger, stage)
     policy.model.eval()
     return history
+
+
+@dataclass(frozen=True)
+class OnlineRun:
+    """What a GRPO/PPO trainer gets besides its policy, problems and config: the ledger, the
+    reward (``Score``), the stage name, the seed, the engine settings and a per-step log hook.
+    :func:`online_trainer` builds it from the keyword arguments every online trainer takes."""
+
+    ledger: Ledger
+    score: Score
+    stage: str = "train"
+    seed: int = 0
+    engine_cfg: Any = None
+    on_log: Callable[[dict], None] | None = None
+
+    def loop(self, policy: OnlinePolicy, problems: Sequence[TrainProblem], cfg: Any, *,
+             n_prompts: int, n_samples: int, update: Update,
+             engines: dict[str, Any]) -> list[dict]:
+        """:func:`online_loop` with the config's steps, lengths and sampling (step ``k``
+        samples with seed ``seed * 100003 + k``)."""
+        return online_loop(
+            policy, problems, n_prompts=n_prompts, n_samples=n_samples,
+            params=lambda step: sampling_params(cfg, n_samples, self.seed * 100003 + step),
+            update=update, max_steps=cfg.max_steps, max_length=cfg.max_length,
+            score=self.score, ledger=self.ledger, stage=self.stage, seed=self.seed,
+            engines=engines, on_log=self.on_log)
+
+
+def online_trainer(fn: Callable[..., list[dict]]) -> Callable[..., list[dict]]:
+    """``fn(policy, problems, cfg, run: OnlineRun)`` as ``train(policy, problems, cfg, *,
+    ledger, score, stage="train", seed=0, engine_cfg=ONE_PROCESS, on_log=None)``: the one
+    signature of the online trainers (``methods.online.run_online`` calls it)."""
+    import functools
+
+    from dapo_bench.training.engine import ONE_PROCESS
+
+    @functools.wraps(fn)
+    def train(policy: OnlinePolicy, problems: list, cfg: Any, *, ledger: Ledger, score: Score,
+              stage: str = "train", seed: int = 0, engine_cfg: Any = ONE_PROCESS,
+              on_log: Callable[[dict], None] | None = None) -> list[dict]:
+        return fn(policy, problems, cfg, OnlineRun(ledger, score, stage, seed, engine_cfg,
+                                                   on_log))
+
+    return train
