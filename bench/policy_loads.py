@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -30,7 +31,7 @@ HERE = Path(__file__).resolve().parents[1]
 
 # toy: the shipped preset, smaller; smollm2: a handful of problems with short answers
 SETTINGS = {
-    "toy": ["n_problems=512"],
+    "toy": ["n_problems=256"],
     "smollm2": ["n_problems=4", "n_samples=4", "n_rollouts=2", "mc_samples=2",
                 "max_new_tokens=32", "min_spread=0", "gen_chunk=8", "critic.epochs=1",
                 "actor.epochs=1", "critic.max_length=160", "actor.max_length=160"],
@@ -65,9 +66,10 @@ opts = RunOptions(model=None if model == "toy" else model, control=False, eval_l
 t0 = time.perf_counter()
 res = run_training("dapo", opts, overrides=overrides)
 wall = time.perf_counter() - t0
-it = sum(v for k, v in res["stage_seconds"].items() if k.startswith("it1."))
+stages = {k: v for k, v in res["stage_seconds"].items() if k.startswith("it1.")}
+it = sum(stages.values())
 loads = {p.replace(out, "<out>").replace(sys.argv[1], "<tree>"): n for p, n in loads.items()}
-print(json.dumps({"loads": loads, "iteration_seconds": it, "wall": wall,
+print(json.dumps({"loads": loads, "iteration_seconds": it, "wall": wall, "stages": stages,
                   "evals": res["evals"]}))
 """
 
@@ -86,19 +88,26 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--peer", required=True, help="the other checkout (its repository root)")
     ap.add_argument("--model", default="toy", help="toy | smollm2 | a model dir")
+    ap.add_argument("--rounds", type=int, default=2, help="peer, ours alternately, N times")
     a = ap.parse_args()
-    rows = {}
-    for name, root in (("peer", Path(a.peer).resolve()), ("ours", HERE)):
-        with tempfile.TemporaryDirectory() as tmp:
-            rows[name] = side(root, a.model, Path(tmp))
-    for name, r in rows.items():
-        print(f"{name}: {sum(r['loads'].values())} policy loads, "
-              f"iteration {r['iteration_seconds']:.1f}s, run {r['wall']:.1f}s")
+    runs: dict[str, list[dict]] = {"peer": [], "ours": []}
+    for _ in range(a.rounds):  # alternate, so a change in the machine's load hits both
+        for name, root in (("peer", Path(a.peer).resolve()), ("ours", HERE)):
+            with tempfile.TemporaryDirectory() as tmp:
+                runs[name].append(side(root, a.model, Path(tmp)))
+    med = {}
+    for name, rs in runs.items():
+        r = rs[0]
+        secs = [x["iteration_seconds"] for x in rs]
+        med[name] = statistics.median(secs)
+        print(f"{name}: {sum(r['loads'].values())} policy loads per run, iteration "
+              f"{med[name]:.1f}s (median of {len(rs)}: {', '.join(f'{x:.1f}' for x in secs)})")
         for p, n in sorted(r["loads"].items()):
             print(f"    {n} x {p}")
-    same = rows["peer"]["evals"] == rows["ours"]["evals"]
-    print(f"iteration seconds ours/peer: "
-          f"{rows['ours']['iteration_seconds'] / rows['peer']['iteration_seconds']:.2f}; "
+        print("    stages (first round): " + ", ".join(
+            f"{k.removeprefix('it1.')} {v:.1f}s" for k, v in r["stages"].items()))
+    same = all(x["evals"] == runs["peer"][0]["evals"] for rs in runs.values() for x in rs)
+    print(f"iteration seconds ours/peer: {med['ours'] / med['peer']:.2f}; "
           f"same eval results: {same}")
 
 

@@ -60,13 +60,19 @@ class RunContext:
         self.stage_seconds: dict[str, float] = {}
         self.counts: dict[str, dict[str, int]] = {}  # per stage: items truncated, dropped, ...
         self._policy: Policy | None = None  # the policy the run holds in memory
+        self._tokenizer: Any = None
         self._gen: Any = None
         self._gen_policy: Policy | None = None
 
     @property
     def tokenizer(self) -> Any:
-        """The reference policy's tokenizer (every policy of the run shares it)."""
-        return self.policy(self.opts.model).tokenizer
+        """The reference policy's tokenizer (every policy of the run shares it); asking for it
+        changes neither the policy the run holds nor what the generator serves."""
+        if self._tokenizer is None:
+            held = self._policy
+            self._tokenizer = (held.tokenizer if held is not None and held.path == self.opts.model
+                               else Policy(self.opts.model).tokenizer)
+        return self._tokenizer
 
     def policy(self, path: str | Path) -> Policy:
         """The policy saved at ``path``: the handle the run holds when it is that one (its
