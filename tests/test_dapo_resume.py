@@ -1,7 +1,8 @@
 """DAPO end to end on a tiny in-process model: a run killed in the middle of stage 3 (MC
 labels) resumes without redoing finished states and gives the same artifacts as an
 uninterrupted run; the trained policy directory loads with transformers; results.json holds
-the ledger per stage, the critic's calibration and the per-iteration records."""
+the ledger per stage, the critic's calibration and the per-iteration records; a 2-iteration
+run reads the policy from disk twice in all (``models.LOADS``), not at every stage."""
 
 import json
 import os
@@ -107,13 +108,20 @@ def test_kill_in_stage_3_resumes_and_matches_uninterrupted_run(model_dir, tmp_pa
 def test_trained_policy_dir_loads_with_transformers(model_dir, tmp_path):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    from dapo_bench import models
     from dapo_bench.run import RunOptions, run_training
 
+    before = models.LOADS.copy()
     res = run_training("dapo", RunOptions(
         model=model_dir, eval_limit=2, eval_max_new_tokens=4, control=False,
         out=str(tmp_path), run_id="two", quiet=True), preset="toy",
         overrides=SETS[1:3] + SETS[5:] + ["n_problems=3", "mc_samples=2", "max_new_tokens=8",
                                           "iterations=2", "advantage=critic"])
+    # the policy goes from stage to stage in memory: the reference is read when the run
+    # starts and again for its own eval (after the last actor); no actor is ever read back
+    # (each is trained in place, then sampled from and evaluated as it is)
+    loads = {str(Path(k)): v for k, v in (models.LOADS - before).items()}
+    assert loads == {str(Path(model_dir)): 2}, loads
     assert [it["iteration"] for it in res["iterations"]] == [1, 2]
     # the paper's estimator: stage B scores V(s + a_i) with the critic (counted in the ledger)
     assert res["iterations"][0]["advantages"]["estimator"] == "critic"
