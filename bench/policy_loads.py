@@ -60,7 +60,8 @@ model, out, overrides = sys.argv[2], sys.argv[3], json.loads(sys.argv[4])
 if model == "smollm2":
     from dapo_bench.models import smollm2_dir
     model = str(smollm2_dir())
-opts = RunOptions(model=None if model == "toy" else model, control=False, eval_limit=50,
+opts = RunOptions(model=None if model == "toy" else model, control=False,
+                  eval_limit=50 if model == "toy" else 10,
                   eval_max_new_tokens=32, out=out, run_id="bench", quiet=True,
                   gen_batch_size=32)
 t0 = time.perf_counter()
