@@ -12,7 +12,7 @@ compared. Workloads, all real data from ../shared/data/code (reference solutions
 
 * HumanEval (164 problems, 1 check each), MBPP (398; #71, seconds of CPU, left out; one check
   per assert), LeetCode (200, 1 check each): assert-based, through the checker after the split;
-* stdin: the codeforces workload of bench/sandbox.py, 4 copies; call: MBPP's ``assert f(literals) ==
+* stdin: the codeforces workload of bench/codeforces_stdin.py, 4 copies; call: MBPP's ``assert f(literals) ==
   literal`` tests rewritten as call-based tests (fn_name, inputs, outputs).
 
 Then both trees get the attack table of tests/test_sandbox_forge.py (hostile programs: hence
@@ -33,9 +33,11 @@ import tempfile
 import time
 from pathlib import Path
 
+from codeforces_stdin import CODE_DATA as DATA  # bench/, beside this script
+
 HERE = Path(__file__).resolve()
 ROOT = HERE.parents[1]
-DATA = Path(os.environ.get("DAPO_BENCH_TEST_DATA", ROOT.parent / "shared" / "data")) / "code"
+
 KINDS = ("humaneval", "mbpp", "leetcode", "stdin", "call")
 
 
@@ -82,8 +84,7 @@ def workload(kind: str) -> tuple[list[str], list]:
     if kind == "leetcode":
         rows = json.loads((DATA / "leetcode.json").read_text())
         return [r["solutions"] for r in rows], [r["tests"] for r in rows]
-    sys.path.insert(0, str(HERE.parent))
-    from sandbox import workload as stdin_workload
+    from codeforces_stdin import workload as stdin_workload
 
     p, i, o = stdin_workload()
     return p * 4, [{"inputs": a, "outputs": b} for a, b in zip(i, o)] * 4
