@@ -33,18 +33,16 @@ import tempfile
 import time
 from pathlib import Path
 
-from codeforces_stdin import CODE_DATA as DATA  # bench/, beside this script
-
 HERE = Path(__file__).resolve()
 ROOT = HERE.parents[1]
 
 KINDS = ("humaneval", "mbpp", "leetcode", "stdin", "call")
 
 
-def _call_tests(rows: list[dict]) -> tuple[list[str], list[dict]]:
+def _call_tests(references: list[str], asserts: list[dict]) -> tuple[list[str], list[dict]]:
     """MBPP references whose every assert is ``f(literals) == literal``, as call-based tests."""
     programs, tests = [], []
-    for r in rows:
+    for code, r in zip(references, asserts):
         ins, outs, fn = [], [], None
         for t in r["test_list"]:
             try:
@@ -64,26 +62,21 @@ def _call_tests(rows: list[dict]) -> tuple[list[str], list[dict]]:
             outs.append(out)
         else:
             if fn and not r["test_imports"]:
-                programs.append(r["code"])
+                programs.append(code)
                 tests.append({"inputs": ins, "outputs": outs, "fn_name": fn})
     return programs, tests
 
 
 def workload(kind: str) -> tuple[list[str], list]:
-    if kind == "humaneval":
-        rows = [json.loads(line) for line in (DATA / "humaneval.jsonl").open()]
-        return ([r["prompt"] + r["canonical_solution"] for r in rows],
-                [{"test": r["test"], "entry_point": r["entry_point"], "prompt": r["prompt"]}
-                 for r in rows])
+    sys.path.insert(1, str(ROOT / "tests"))
+    from _data import code_references
+
+    if kind in ("humaneval", "leetcode"):
+        return code_references(kind)
     if kind in ("mbpp", "call"):
-        rows = [r for i, r in enumerate(json.loads((DATA / "mbpp.json").read_text())) if i != 71]
-        if kind == "call":
-            return _call_tests(rows)
-        return ([r["code"] for r in rows],
-                [{"test_list": r["test_list"], "test_imports": r["test_imports"]} for r in rows])
-    if kind == "leetcode":
-        rows = json.loads((DATA / "leetcode.json").read_text())
-        return [r["solutions"] for r in rows], [r["tests"] for r in rows]
+        programs, tests = code_references("mbpp")
+        del programs[71], tests[71]  # seconds of CPU
+        return _call_tests(programs, tests) if kind == "call" else (programs, tests)
     from codeforces_stdin import workload as stdin_workload
 
     p, i, o = stdin_workload()

@@ -19,21 +19,6 @@ from dapo_bench.results import load_results
 from dapo_bench.tasks import load_task
 
 
-@pytest.fixture(scope="module")
-def tiny_model(tmp_path_factory):
-    import torch
-
-    from dapo_bench.models import save_policy
-    from dapo_bench.toy.model import tiny_llama
-    from dapo_bench.toy.tokenizer import build_char_tokenizer
-
-    torch.set_num_threads(1)
-    tok = build_char_tokenizer()
-    out = tmp_path_factory.mktemp("tiny") / "model"
-    save_policy(tiny_llama(tok, d=32, layers=2, heads=2, ffn=64), tok, out)
-    return str(out)
-
-
 class Counting(Generator):
     """Delegates to a real generator; counts prompts; can stop (Ctrl-C) after some calls."""
 
