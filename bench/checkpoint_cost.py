@@ -11,13 +11,13 @@ save / step: a checkpoint every K steps adds about (save / step) / K to a stage'
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import tempfile
 import time
 from pathlib import Path
 
 import torch
+from script_cli import parse_model_args  # bench/, beside this script
 
 from dapo_bench.ledger import Ledger
 from dapo_bench.models import load_policy
@@ -26,18 +26,7 @@ from dapo_bench.training.engine import Engine, OptimConfig
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--model", default=None)
-    ap.add_argument("--batch", type=int, default=4)
-    ap.add_argument("--length", type=int, default=256)
-    ap.add_argument("--steps", type=int, default=3)
-    ap.add_argument("--threads", type=int, default=1)
-    a = ap.parse_args()
-    torch.set_num_threads(a.threads)
-    if a.model is None:
-        from dapo_bench.models import smollm2_dir
-
-        a.model = smollm2_dir()
+    a = parse_model_args(__doc__, "smollm2", batch=4, length=256, steps=3)
     model, _ = load_policy(a.model)
     engine = Engine(model, OptimConfig(lr=1e-6))
     g = torch.Generator().manual_seed(0)

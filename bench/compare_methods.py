@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from script_cli import run_main  # bench/, beside this script
 
 METHODS = ("base", "sft", "rft", "dpo", "grpo", "ppo", "dapo")
 TASKS = ("arith", "arith_ood")
@@ -177,12 +178,4 @@ def main(
 
 
 if __name__ == "__main__":
-    try:
-        typer.run(main)
-    except Exception as exc:  # UserError -> one line, exit 2 (as the CLI does)
-        from dapo_bench.errors import UserError
-
-        if isinstance(exc, UserError):
-            print(f"error: {exc}", file=sys.stderr)
-            sys.exit(2)
-        raise
+    run_main(main)

@@ -38,6 +38,7 @@ from typing import Annotated
 
 import typer
 import yaml
+from script_cli import run_main  # bench/, beside this script
 
 # each stage of iteration 1, the files it writes (under it1/) and the config fields that it
 # depends on beyond the previous stage's (the data stages: everything not listed later)
@@ -181,12 +182,4 @@ def _json(obj: object) -> dict:
 
 
 if __name__ == "__main__":
-    try:
-        typer.run(main)
-    except Exception as exc:  # UserError -> one line, exit 2 (as the CLI does)
-        from dapo_bench.errors import UserError
-
-        if isinstance(exc, UserError):
-            print(f"error: {exc}", file=sys.stderr)
-            sys.exit(2)
-        raise
+    run_main(main)

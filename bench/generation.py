@@ -31,6 +31,7 @@ import argparse
 import time
 
 import torch
+from script_cli import model_path  # bench/, beside this script
 
 from dapo_bench.generation import hf
 from dapo_bench.generation.base import SamplingParams, encode_prompts
@@ -113,14 +114,9 @@ def main() -> None:
     ap.add_argument("--unbounded", action="store_true", help="also ours without the padding bound")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
-    if args.model == "smollm2":
-        from dapo_bench.models import smollm2_dir
-
-        args.model = str(smollm2_dir())
-    elif args.model == "arith-ref":
-        from dapo_bench.toy import default_model_path
-
-        args.model, args.task = str(default_model_path()), args.task or "arith"
+    if args.model == "arith-ref":
+        args.task = args.task or "arith"
+    args.model = model_path(args.model)
     gen = HFGenerator(args.model, batch_size=args.batch_size)
     prompts = load_prompts(args.task or "gsm8k", args.prompts, gen.tokenizer, args.data_dir,
                            args.skip)

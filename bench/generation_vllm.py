@@ -15,8 +15,9 @@ Prints generated tokens/s per backend and the ratio vllm / hf. Engine start-up i
 
 from __future__ import annotations
 
-import argparse
 import time
+
+from script_cli import parse_model_args  # bench/, beside this script
 
 
 def timed(gen, prompts, params):
@@ -26,23 +27,10 @@ def timed(gen, prompts, params):
 
 
 def main() -> None:
-    import torch
-
     from dapo_bench.arith import PROMPT_TEMPLATE, make_split
     from dapo_bench.generation.base import SamplingParams, load_generator
 
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--model", default=None, help="model dir (default: shipped arith-ref)")
-    ap.add_argument("--prompts", type=int, default=256)
-    ap.add_argument("--n", type=int, default=4)
-    ap.add_argument("--max-new-tokens", type=int, default=96)
-    ap.add_argument("--threads", type=int, default=1)
-    args = ap.parse_args()
-    torch.set_num_threads(args.threads)
-    if args.model is None:
-        from dapo_bench.toy import default_model_path
-
-        args.model = str(default_model_path())
+    args = parse_model_args(__doc__, "arith-ref", prompts=256, n=4, max_new_tokens=96)
     rows = make_split("test", args.prompts)
     prompts = [PROMPT_TEMPLATE.format(question=r["question"]) for r in rows]
     states = []

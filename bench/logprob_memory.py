@@ -29,6 +29,8 @@ import subprocess
 import sys
 import time
 
+from script_cli import model_path  # bench/, beside this script
+
 
 def one_way(way: str, model_dir: str, rows: int, cmin: int, context: int, response: int,
             threads: int) -> dict:
@@ -74,10 +76,7 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--way", help=argparse.SUPPRESS)
     a = ap.parse_args()
-    if a.model == "smollm2":
-        from dapo_bench.models import smollm2_dir
-
-        a.model = str(smollm2_dir())
+    a.model = model_path(a.model)
     if a.way:
         print(json.dumps(one_way(a.way, a.model, a.rows, a.context_min, a.context, a.response,
                                  a.threads)))

@@ -2,9 +2,8 @@
 
     nice -n 5 unshare --pid --fork --mount-proc python3 bench/sandbox.py [--reps 8]
 
-Workload: real codeforces problems from ../shared/data/code/codeforces.json, each with a short
-hand-written stdin/stdout solution (below); every multi-case test is also split into one-case
-tests (``t = 1``), as TACO-style suites have many small tests. Graders, all on ``--workers``
+Workload: real codeforces problems with hand-written stdin/stdout solutions, every multi-case
+test also split into one-case tests (bench/codeforces_stdin.py). Graders, all on ``--workers``
 processes at once:
 
 * ours: `dapo_bench.verifiers.code.run_tests_batch`, fully confined (every layer active).
@@ -27,57 +26,19 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
-import json
 import multiprocessing as mp
-import os
 import signal
 import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
+from codeforces_stdin import workload  # bench/, beside this script
 from dapo_bench.verifiers.code import Limits, check_layers, run_tests_batch
 from dapo_bench.verifiers.code.compare import stdout_matches
-from dapo_bench.verifiers.code.formats import parse_tests
 from dapo_bench.verifiers.code.probe import isolated
 
-DATA = Path(os.environ.get("DAPO_BENCH_TEST_DATA", Path(__file__).resolve().parents[2] / "shared"
-                          / "data")) / "code" / "codeforces.json"
-SOLUTIONS = {  # codeforces.json index -> solution; each test case is one input line
-    0: "for _ in range(int(input())):\n    x, y = map(int, input().split())\n"
-       "    print(min(x, y), max(x, y))\n",
-    199: "for _ in range(int(input())):\n    print(sum(map(int, input().strip())))\n",
-    180: "import sys\ninput = sys.stdin.readline\nfor _ in range(int(input())):\n"
-         "    n = int(input())\n    print(n // 4 + (n % 4) // 2)\n",
-    96: "for _ in range(int(input())):\n    a, b = input().split()\n"
-        "    print(b[0] + a[1:], a[0] + b[1:])\n",
-    105: "for _ in range(int(input())):\n    xs = list(map(int, input().split()))\n"
-         "    print(max(xs) - min(xs))\n",
-    43: "for _ in range(int(input())):\n    n, m = map(int, input().split())\n"
-        "    print('Yes' if n >= m and (n - m) % 2 == 0 else 'No')\n",
-    97: "for _ in range(int(input())):\n    n = int(input())\n    print(3 if n == 3 else 2)\n",
-    265: "for _ in range(int(input())):\n    a, b = map(int, input().split())\n"
-         "    print('YES' if a % 2 == 0 and (a > 0 or b % 2 == 0) else 'NO')\n",
-}
 TIME_S = 4.0
-
-
-def workload() -> tuple[list[str], list[list[str]], list[list[str]]]:
-    rows = json.loads(DATA.read_text())
-    programs, inputs, outputs = [], [], []
-    for idx, prog in SOLUTIONS.items():
-        spec = parse_tests(rows[idx]["tests"])
-        ins, outs = list(spec.cases), list(spec.expected)
-        for inp, out in zip(spec.cases, spec.expected):
-            lines, olines = inp.strip().split("\n")[1:], out.strip().split("\n")
-            if len(lines) == len(olines):
-                ins += [f"1\n{ln}\n" for ln in lines]
-                outs += [f"{o}\n" for o in olines]
-        programs.append(prog)
-        inputs.append(ins)
-        outputs.append(outs)
-    return programs, inputs, outputs
 
 
 def ours(programs, inputs, outputs, workers: int) -> tuple[float, list[bool]]:
@@ -161,7 +122,6 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=5, help="interleaved rounds (--before-after)")
     args = ap.parse_args()
     if args.before_after:
-        sys.path.insert(0, str(Path(__file__).resolve().parent))
         from sandbox_split import before_after
 
         before_after(args.before, args.rounds, args.workers)

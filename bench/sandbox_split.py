@@ -12,7 +12,7 @@ compared. Workloads, all real data from ../shared/data/code (reference solutions
 
 * HumanEval (164 problems, 1 check each), MBPP (398; #71, seconds of CPU, left out; one check
   per assert), LeetCode (200, 1 check each): assert-based, through the checker after the split;
-* stdin: the codeforces workload of bench/sandbox.py, 4 copies; call: MBPP's ``assert f(literals) ==
+* stdin: the codeforces workload of bench/codeforces_stdin.py, 4 copies; call: MBPP's ``assert f(literals) ==
   literal`` tests rewritten as call-based tests (fn_name, inputs, outputs).
 
 Then both trees get the attack table of tests/test_sandbox_forge.py (hostile programs: hence
@@ -35,14 +35,14 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve()
 ROOT = HERE.parents[1]
-DATA = Path(os.environ.get("DAPO_BENCH_TEST_DATA", ROOT.parent / "shared" / "data")) / "code"
+
 KINDS = ("humaneval", "mbpp", "leetcode", "stdin", "call")
 
 
-def _call_tests(rows: list[dict]) -> tuple[list[str], list[dict]]:
+def _call_tests(references: list[str], asserts: list[dict]) -> tuple[list[str], list[dict]]:
     """MBPP references whose every assert is ``f(literals) == literal``, as call-based tests."""
     programs, tests = [], []
-    for r in rows:
+    for code, r in zip(references, asserts):
         ins, outs, fn = [], [], None
         for t in r["test_list"]:
             try:
@@ -62,28 +62,22 @@ def _call_tests(rows: list[dict]) -> tuple[list[str], list[dict]]:
             outs.append(out)
         else:
             if fn and not r["test_imports"]:
-                programs.append(r["code"])
+                programs.append(code)
                 tests.append({"inputs": ins, "outputs": outs, "fn_name": fn})
     return programs, tests
 
 
 def workload(kind: str) -> tuple[list[str], list]:
-    if kind == "humaneval":
-        rows = [json.loads(line) for line in (DATA / "humaneval.jsonl").open()]
-        return ([r["prompt"] + r["canonical_solution"] for r in rows],
-                [{"test": r["test"], "entry_point": r["entry_point"], "prompt": r["prompt"]}
-                 for r in rows])
+    sys.path.insert(1, str(ROOT / "tests"))
+    from _data import code_references
+
+    if kind in ("humaneval", "leetcode"):
+        return code_references(kind)
     if kind in ("mbpp", "call"):
-        rows = [r for i, r in enumerate(json.loads((DATA / "mbpp.json").read_text())) if i != 71]
-        if kind == "call":
-            return _call_tests(rows)
-        return ([r["code"] for r in rows],
-                [{"test_list": r["test_list"], "test_imports": r["test_imports"]} for r in rows])
-    if kind == "leetcode":
-        rows = json.loads((DATA / "leetcode.json").read_text())
-        return [r["solutions"] for r in rows], [r["tests"] for r in rows]
-    sys.path.insert(0, str(HERE.parent))
-    from sandbox import workload as stdin_workload
+        programs, tests = code_references("mbpp")
+        del programs[71], tests[71]  # seconds of CPU
+        return _call_tests(programs, tests) if kind == "call" else (programs, tests)
+    from codeforces_stdin import workload as stdin_workload
 
     p, i, o = stdin_workload()
     return p * 4, [{"inputs": a, "outputs": b} for a, b in zip(i, o)] * 4

@@ -3,17 +3,30 @@
 import pytest
 
 
-@pytest.fixture(scope="module")
-def model_dir(tmp_path_factory):
-    """A saved random-init 2-layer character-level Llama (seed 5): a policy dir for runs."""
+def _tiny_char_llama(tmp_path_factory, seed: int) -> str:
+    """A saved random-init 2-layer character-level Llama: a policy dir for runs."""
+    from dapo_bench.models import save_policy
     from dapo_bench.toy.model import tiny_llama
     from dapo_bench.toy.tokenizer import build_char_tokenizer
 
-    d = tmp_path_factory.mktemp("tiny") / "policy"
     tok = build_char_tokenizer()
-    tiny_llama(tok, d=32, layers=2, heads=2, ffn=64, seed=5).save_pretrained(d)
-    tok.save_pretrained(d)
-    return str(d)
+    d = tmp_path_factory.mktemp("tiny") / "policy"
+    return str(save_policy(tiny_llama(tok, d=32, layers=2, heads=2, ffn=64, seed=seed), tok, d))
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory):
+    """The tiny character-level Llama of seed 5."""
+    return _tiny_char_llama(tmp_path_factory, seed=5)
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory):
+    """The tiny character-level Llama of seed 0, torch on one thread."""
+    import torch
+
+    torch.set_num_threads(1)
+    return _tiny_char_llama(tmp_path_factory, seed=0)
 
 
 # Llama-3's pre-tokenizer regex: punctuation followed by newlines is ONE pre-token, so byte-level

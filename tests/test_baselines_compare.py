@@ -1,48 +1,25 @@
 """Every baseline trains on arith through ``run_training`` and writes results.json; the
 comparison command collects them into one table (a tiny random policy, a tiny FLOP budget)."""
 
-import importlib.util
 import json
-from pathlib import Path
 
 import pytest
-import torch
+from _bench import bench_script
 
 from dapo_bench.errors import UserError
-from dapo_bench.models import save_policy
 from dapo_bench.results import load_results
-from dapo_bench.toy.model import tiny_llama
-from dapo_bench.toy.tokenizer import build_char_tokenizer
 
-ROOT = Path(__file__).resolve().parent.parent
 BASELINES = ("sft", "rft", "dpo", "grpo", "ppo")
 
 
-def _compare_module():
-    spec = importlib.util.spec_from_file_location("compare_methods",
-                                                  ROOT / "bench" / "compare_methods.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-@pytest.fixture(scope="module")
-def tiny_dir(tmp_path_factory):
-    torch.set_num_threads(1)
-    tok = build_char_tokenizer()
-    out = tmp_path_factory.mktemp("policy") / "tiny"
-    save_policy(tiny_llama(tok, d=32, layers=2, heads=2, ffn=64), tok, out)
-    return str(out)
-
-
-def test_all_baselines_at_one_budget(tiny_dir, tmp_path, capsys):
-    cm = _compare_module()
+def test_all_baselines_at_one_budget(tiny_model, tmp_path, capsys):
+    cm = bench_script("compare_methods")
     budget = 4e8
     sets = ["grpo:max_new_tokens=12", "grpo:prompts_per_step=4", "ppo:max_new_tokens=12",
             "ppo:rollout_batch=16", "rft:n_problems=8", "rft:max_new_tokens=12",
             "dpo:n_problems=8", "dpo:max_new_tokens=12"]
     cm.main(budget_flops=budget, methods=",".join(BASELINES), out=str(tmp_path / "s{seed}"),
-            model=tiny_dir, eval_limit=4, seed=0, set_=sets, threads=1, quiet=True)
+            model=tiny_model, eval_limit=4, seed=0, set_=sets, threads=1, quiet=True)
     tmp_path = tmp_path / "s0"  # {seed} in --out is the seed (the default is .../seeds/s{seed})
     table = capsys.readouterr().out
     for m in ("base",) + BASELINES:
@@ -62,19 +39,19 @@ def test_all_baselines_at_one_budget(tiny_dir, tmp_path, capsys):
     assert (tmp_path / "comparison.md").read_text().startswith("Equal-compute comparison")
 
 
-def test_compare_rejects_bad_input(tmp_path, tiny_dir):
-    cm = _compare_module()
+def test_compare_rejects_bad_input(tmp_path, tiny_model):
+    cm = bench_script("compare_methods")
     with pytest.raises(UserError, match="unknown method 'nope'"):
-        cm.main(methods="nope", out=tmp_path, model=tiny_dir, set_=[], quiet=True)
+        cm.main(methods="nope", out=tmp_path, model=tiny_model, set_=[], quiet=True)
     with pytest.raises(UserError, match="expected METHOD:key=value"):
-        cm.main(methods="sft", out=tmp_path, model=tiny_dir, set_=["max_new_tokens=3"],
+        cm.main(methods="sft", out=tmp_path, model=tiny_model, set_=["max_new_tokens=3"],
                 quiet=True)
 
 
-def test_bad_online_config_fails_before_work(tiny_dir, tmp_path):
+def test_bad_online_config_fails_before_work(tiny_model, tmp_path):
     from dapo_bench.run import RunOptions, run_training
 
-    opts = RunOptions(model=tiny_dir, out=str(tmp_path), control=False, quiet=True)
+    opts = RunOptions(model=tiny_model, out=str(tmp_path), control=False, quiet=True)
     with pytest.raises(UserError, match="unknown loss aggregation 'dapo'"):
         run_training("grpo", opts, overrides=["loss_agg=dapo"])
     with pytest.raises(UserError, match="kl_mode: expected reward|loss"):

@@ -3,6 +3,7 @@ sub-command of the built CLI (adding a command that breaks one fails here)."""
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -176,3 +177,12 @@ def test_train_engine_and_control_flags_fill_the_run_options(cli, monkeypatch, t
     said = re.search(r"pairs per step \(default (\d+)\).*learning rate \(default ([\de.-]+)\)",
                      text)
     assert said and (int(said[1]), float(said[2])) == (CONTROL_BATCH_SIZE, CONTROL_LR), text
+
+
+def test_list_prints_help_texts_as_written():
+    """A ``\\b`` in a non-raw help string printed 'The answer is oxed{N}.': the built CLI's
+    ``list`` shows ``\\boxed`` and no control character but the line breaks."""
+    p = subprocess.run([*CLI, "list"], capture_output=True, text=True, timeout=60, check=True,
+                       env={**os.environ, "COLUMNS": "200"})
+    assert "'The answer is \\boxed{N}.'" in p.stdout, p.stdout
+    assert not [c for c in p.stdout if ord(c) < 32 and c != "\n"], p.stdout

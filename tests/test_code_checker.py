@@ -6,6 +6,7 @@ that is never a pass (no_tests, unsupported_test, bad_reply, checker_crashed, ba
 from __future__ import annotations
 
 import os
+import select
 import time
 
 import pytest
@@ -170,8 +171,12 @@ def test_a_worker_whose_zygote_died_is_replaced():
         worker = one._get().pool._workers[0].proc.pid
         with open(f"/proc/{worker}/task/{worker}/children") as f:
             zygote = int(f.read().split()[0])  # forked first, at start-up
-        os.kill(zygote, 9)
-        time.sleep(0.2)
+        gone = os.pidfd_open(zygote)  # readable once the zygote has died: no sleep to guess
+        try:
+            os.kill(zygote, 9)
+            assert select.select([gone], [], [], 60)[0]
+        finally:
+            os.close(gone)
         assert one.verify("def f(x):\n    return x\n", tests).reason == "sandbox_error"
         v = one.verify("def f(x):\n    return x\n", tests)
         assert v.passed, v

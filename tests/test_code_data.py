@@ -7,11 +7,11 @@ the default suite runs a fixed sample of each. Skips when the shared data folder
 
 from __future__ import annotations
 
-import json
 import random
 
 import pytest
 from _data import DATA as SHARED_DATA
+from _data import code_references
 from dapo_bench.verifiers.code import Limits, run_tests_batch
 
 DATA = SHARED_DATA / "code"
@@ -24,22 +24,8 @@ SLOW_REFERENCES = {"mbpp": {71}}  # kept out of the default sample (seconds of C
 pytestmark = pytest.mark.skipif(not DATA.is_dir(), reason=f"{DATA} absent (shared benchmark data)")
 
 
-def _load(name: str) -> tuple[list[str], list]:
-    if name == "humaneval":
-        rows = [json.loads(line) for line in (DATA / "humaneval.jsonl").open()]
-        return ([r["prompt"] + r["canonical_solution"] for r in rows],
-                [{"test": r["test"], "entry_point": r["entry_point"], "prompt": r["prompt"]}
-                 for r in rows])
-    if name == "mbpp":
-        rows = json.loads((DATA / "mbpp.json").read_text())
-        return ([r["code"] for r in rows],
-                [{"test_list": r["test_list"], "test_imports": r["test_imports"]} for r in rows])
-    rows = json.loads((DATA / "leetcode.json").read_text())
-    return [r["solutions"] for r in rows], [r["tests"] for r in rows]
-
-
 def _check_references(name: str, sample: int | None) -> None:
-    programs, tests = _load(name)
+    programs, tests = code_references(name)
     idx = list(range(len(programs)))
     if sample is not None:
         idx = [i for i in idx if i not in SLOW_REFERENCES.get(name, ())]
@@ -53,7 +39,7 @@ def _check_references(name: str, sample: int | None) -> None:
 
 def _check_no_false_pass(n_pairs: int) -> None:
     rng = random.Random(1)
-    pools = {name: _load(name) for name in ("humaneval", "mbpp", "leetcode")}
+    pools = {name: code_references(name) for name in ("humaneval", "mbpp", "leetcode")}
     programs, tests = [], []
     for _ in range(n_pairs):
         name = rng.choice(sorted(pools))

@@ -6,13 +6,12 @@ run reads the policy from disk twice in all (``models.LOADS``), not at every sta
 
 import json
 import os
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
+from _park import Parked
 
 from dapo_bench.io import read_jsonl
 
@@ -42,23 +41,17 @@ def test_kill_in_stage_3_resumes_and_matches_uninterrupted_run(model_dir, tmp_pa
         out=str(tmp_path), run_id="whole", quiet=True), preset="toy", overrides=SETS)
     whole = tmp_path / "whole" / "it1"
 
-    # 2. the same run as a subprocess, killed while stage 3 is half done
+    # 2. the same run as a subprocess, killed while stage 3 is half done: it parks after its
+    #    2nd MC row (no race against a fast machine)
     run = tmp_path / "killed"
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    proc = subprocess.Popen(_cli(model_dir, tmp_path, "killed"), env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    mc, marker = run / "it1" / "mc.jsonl", run / "stages" / "it1.mc.json"
-    deadline = time.time() + 240
+    child = Parked(_cli(model_dir, tmp_path, "killed")[1:], "mc.jsonl", 2, env=env,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        while time.time() < deadline:
-            if mc.exists() and mc.read_bytes().count(b"\n") >= 2:
-                proc.send_signal(signal.SIGKILL)
-                break
-            assert proc.poll() is None, "the run ended before stage 3 could be interrupted"
-            time.sleep(0.005)
+        assert child.wait_parked(), "the run ended before stage 3 could be interrupted"
     finally:
-        proc.kill()
-        proc.wait()
+        child.close()
+    mc, marker = run / "it1" / "mc.jsonl", run / "stages" / "it1.mc.json"
     assert not marker.exists(), "stage 3 had already finished when killed"
     n_total = len(read_jsonl(whole / "mc.jsonl"))
     before = mc.read_bytes()

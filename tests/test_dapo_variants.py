@@ -3,23 +3,13 @@ gives what the same variant gives from scratch (ledger, artifacts, final weights
 exactly the stages whose inputs it leaves alone."""
 
 import copy
-import importlib.util
 import json
-from pathlib import Path
 
+from _bench import bench_script
 from safetensors.torch import load_file
 
-ROOT = Path(__file__).resolve().parent.parent
 SETS = ["n_problems=8", "n_samples=2", "n_rollouts=2", "mc_samples=2", "max_new_tokens=10",
         "gen_chunk=4", "critic.epochs=1", "actor.epochs=1", "min_spread=0"]
-
-
-def _variants():
-    spec = importlib.util.spec_from_file_location("dapo_variants",
-                                                  ROOT / "bench" / "dapo_variants.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def _saved(**config):
@@ -31,7 +21,7 @@ def _saved(**config):
 
 
 def test_shared_stages_follow_the_pipeline_order():
-    v = _variants()
+    v = bench_script("dapo_variants")
     base = _saved()
     assert v.shared_stages(base, _saved(beta=0.1)) == ["rollouts", "states", "mc", "critic",
                                                       "advantages"]
@@ -59,8 +49,9 @@ def test_a_variant_sharing_stages_equals_the_variant_from_scratch(model_dir, tmp
     run_training("dapo", RunOptions(**opts, run_id="scratch"), preset="toy",
                  overrides=[*SETS, "beta=0.2"])
     capsys.readouterr()
-    _variants().main(from_=tmp_path / "base", run_id="shared", set_=["beta=0.2"], out=None,
-                     budget_flops=None, control=False, eval_tasks=None, threads=1)
+    bench_script("dapo_variants").main(from_=tmp_path / "base", run_id="shared",
+                                       set_=["beta=0.2"], out=None, budget_flops=None,
+                                       control=False, eval_tasks=None, threads=1)
     err = capsys.readouterr().err
     assert "shares rollouts, states, mc, critic, advantages, eval.reference with" in err
     assert "stage it1.mc: done before, skipped" in err and "stage it1.actor: start" in err
@@ -81,7 +72,7 @@ def test_a_variant_sharing_stages_equals_the_variant_from_scratch(model_dir, tmp
 def test_a_base_without_its_artifacts_shares_only_what_is_there(tmp_path):
     # committed runs keep markers and evals but not the JSONL artifacts (.gitignore): on a fresh
     # clone a variant computes every stage itself and still takes the reference's evaluation
-    v = _variants()
+    v = bench_script("dapo_variants")
     base, run = tmp_path / "base", tmp_path / "variant"
     (base / "stages").mkdir(parents=True)
     (base / "eval" / "reference").mkdir(parents=True)

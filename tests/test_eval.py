@@ -2,14 +2,12 @@
 the real math verifier: result files, metrics wiring, resume after an interrupt or a kill."""
 
 import json
-import os
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
+from _park import Parked
 
 from dapo_bench.errors import UserError
 from dapo_bench.eval import compare_runs, evaluate
@@ -17,21 +15,6 @@ from dapo_bench.generation.base import Completion, Generator, load_generator
 from dapo_bench.io import read_jsonl
 from dapo_bench.results import load_results
 from dapo_bench.tasks import load_task
-
-
-@pytest.fixture(scope="module")
-def tiny_model(tmp_path_factory):
-    import torch
-
-    from dapo_bench.models import save_policy
-    from dapo_bench.toy.model import tiny_llama
-    from dapo_bench.toy.tokenizer import build_char_tokenizer
-
-    torch.set_num_threads(1)
-    tok = build_char_tokenizer()
-    out = tmp_path_factory.mktemp("tiny") / "model"
-    save_policy(tiny_llama(tok, d=32, layers=2, heads=2, ffn=64), tok, out)
-    return str(out)
 
 
 class Counting(Generator):
@@ -148,21 +131,17 @@ def test_kill_and_rerun(tiny_model, tmp_path):
         f"evaluate(HFGenerator({tiny_model!r}), ['arith'], run_dir={str(run)!r}, limit=40, chunk=1,"
         " n=2, temperature=1.0, max_new_tokens=40, quiet=True)\n"
     )
-    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE)
+    child = Parked(["-c", code], "samples.jsonl", 3, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.PIPE)
+    try:  # killed where it parked, after its 3rd problem (no race against a fast machine)
+        assert child.wait_parked(), child.proc.stderr.read().decode()[-2000:]
+    finally:
+        child.close()
     samples = run / "samples.jsonl"
-    deadline = time.time() + 120
-    while time.time() < deadline and proc.poll() is None:
-        if samples.exists() and len(samples.read_text().splitlines()) >= 3:
-            break
-        time.sleep(0.05)
-    assert proc.poll() is None, proc.stderr.read().decode()[-2000:]
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait()
     with samples.open("a") as f:
         f.write('{"task": "arith", "id": "cut sh')  # as if killed in the middle of a write
     done = len(read_jsonl(samples, allow_partial_tail=True))
-    assert 3 <= done < 40, "the process was not killed mid-run"
+    assert done == 3
     gen = Counting(load_generator("hf", tiny_model))
     res = evaluate(gen, ["arith"], run_dir=run, limit=40, chunk=8, n=2, temperature=1.0,
                    max_new_tokens=40, quiet=True)

@@ -4,12 +4,11 @@ that model's row (a fixture result, labelled as such); and the command itself, r
 tiny local model in place of a hub model (--limit 1, the benchmark files of ../shared/data),
 evaluates every task of both tables and renders the quick-pass tables."""
 
-import importlib.util
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
+from _bench import bench_script
 from _data import DATA
 
 from dapo_bench.errors import UserError
@@ -21,17 +20,8 @@ ROOT = Path(__file__).resolve().parents[1]
 SPEC = ROOT / "leaderboards" / "models.yaml"
 
 
-def _mod():
-    spec = importlib.util.spec_from_file_location("leaderboard_models",
-                                                  ROOT / "bench" / "leaderboard_models.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod  # its dataclass resolves its annotations through it
-    spec.loader.exec_module(mod)
-    return mod
-
-
 def test_plan_lists_every_model_on_every_task():
-    runs = _mod().plan(SPEC)
+    runs = bench_script("leaderboard_models").plan(SPEC)
     models = {"Qwen/Qwen2.5-Math-1.5B-Instruct", "Qwen/Qwen2.5-Math-7B-Instruct",
               "meta-llama/Llama-3.1-8B-Instruct"}
     assert {(r.table, r.model) for r in runs} == {(t, m) for t in ("math", "code") for m in models}
@@ -47,7 +37,7 @@ def test_plan_lists_every_model_on_every_task():
 
 
 def test_limit_runs_go_elsewhere_and_dry_run_runs_nothing(capsys, tmp_path, monkeypatch):
-    mod = _mod()
+    mod = bench_script("leaderboard_models")
     monkeypatch.chdir(tmp_path)
     assert {r.out for r in mod.plan(SPEC, limit=5)} == {
         Path("runs/models-limit5/math"), Path("runs/models-limit5/code")}
@@ -63,15 +53,15 @@ def test_a_row_whose_path_misses_the_run_dir_is_refused(tmp_path, capsys):
     shutil.copy(ROOT / "leaderboards" / "paper.yaml", tmp_path / "paper.yaml")
     bad.write_text(SPEC.read_text().replace('path: "code/*"}}', 'path: "math/*"}}', 1))
     with pytest.raises(UserError, match=r"tables\.code\.rows\.qwen15: match\.path"):
-        _mod().plan(bad)
-    assert _mod().main([str(bad), "--dry-run"]) == 2
+        bench_script("leaderboard_models").plan(bad)
+    assert bench_script("leaderboard_models").main([str(bad), "--dry-run"]) == 2
     assert "does not select code/qwen2.5-math-1.5b-instruct" in capsys.readouterr().err
 
 
 def test_a_result_where_the_script_writes_fills_its_row(tmp_path):
     for name in ("models.yaml", "paper.yaml"):
         shutil.copy(ROOT / "leaderboards" / name, tmp_path / name)
-    run = next(r for r in _mod().plan(tmp_path / "models.yaml")
+    run = next(r for r in bench_script("leaderboard_models").plan(tmp_path / "models.yaml")
                if r.table == "math" and "7B" in r.model)
     tasks = {t: {"version": "1", "hash": "fixture", "prompt_template": "fixture",
                  "verifier": {"name": "math", "version": "2"}, "n_problems": 4,
@@ -121,7 +111,7 @@ def test_the_command_evaluates_a_model_on_every_task_and_renders_its_rows(tmp_pa
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     argv = ["models.yaml", "--limit", "1", "--data-dir", str(DATA)]
-    assert _mod().main(argv) == 0
+    assert bench_script("leaderboard_models").main(argv) == 0
     out = tmp_path / "runs" / "models-limit1"
     assert sorted(p.relative_to(out).as_posix() for p in out.glob("*/*/results.json")) == \
         ["code/tiny/results.json", "math/tiny/results.json"]
@@ -131,7 +121,7 @@ def test_the_command_evaluates_a_model_on_every_task_and_renders_its_rows(tmp_pa
     assert [len(c) for c in cells] == [len(t["columns"]) for t in spec["tables"]]
     assert len(cells[0]) == 7 and all("–" not in c for row in cells for c in row)
     capsys.readouterr()
-    assert _mod().main(argv) == 0  # a rerun evaluates nothing and renders the same tables
+    assert bench_script("leaderboard_models").main(argv) == 0  # a rerun evaluates nothing and renders the same tables
     assert capsys.readouterr().out.count("# done, skipped: ") == 2
     assert (out / "models.md").read_text() == md
 

@@ -1,6 +1,7 @@
 """Eval metrics against hand-computed values."""
 
 import math
+import random
 
 import pytest
 
@@ -37,16 +38,34 @@ def test_pass_at_k_rejects_bad_arguments():
 
 @pytest.mark.parametrize("keys,passed,k,expected", [
     (["a", "b", "a"], [True, False, True], 3, 1.0),       # a wins 2-1 and is right
-    (["a", "b", "a"], [True, False, True], 2, 0.0),       # 1-1 tie: not a majority
+    (["a", "b", "a"], [True, False, True], 2, 1.0),       # 1-1 tie: a, seen first, wins
+    (["b", "a", "a"], [False, True, True], 2, 0.0),       # 1-1 tie: b, seen first, is wrong
     (["b", "b", "a"], [False, False, True], 3, 0.0),      # majority is wrong
     ([None, "a", None], [False, True, False], 3, 1.0),    # no-answer samples do not vote
     ([None, None, None], [False, False, False], 3, 0.0),  # nobody voted
-    (["a", "b", "c", "c"], [False, False, True, True], 2, 0.0),  # first 2 only: tie
+    (["a", "b", "c", "c"], [False, False, True, True], 2, 0.0),  # first 2 only: a wins the tie
     (["x", "y", "y", "x", "y"], [False, True, True, False, True], 5, 1.0),
-    (["x", "x", "y", "y"], [True, True, False, False], 4, 0.0),  # 2-2 tie
+    (["x", "x", "y", "y"], [True, True, False, False], 4, 1.0),  # 2-2 tie: x seen first
+    (["y", "x", "x", "y"], [False, True, True, False], 4, 0.0),  # y reached 2 last, seen first
+    ([None, "b", "a"], [False, False, True], 3, 0.0),     # first VOTING sample wins the tie
+    (["a", "a", "b"], [False, True, False], 3, 0.0),      # the winner's first sample's verdict
 ])
 def test_maj_at_k_hand_values(keys, passed, k, expected):
     assert maj_at_k(keys, passed, k) == expected
+
+
+def test_maj_at_2_is_the_first_voting_samples_verdict():
+    """With first-seen ties maj@2 is the first voting sample's verdict, so over many problems it
+    tracks acc; counting a tie as wrong put maj@2 below acc (issue 33: 82.7% against 87.8%)."""
+    rng = random.Random(0)
+    accs, majs = [], []
+    for _ in range(2000):
+        keys = [rng.choice("abc") for _ in range(8)]
+        passed = [key == "a" for key in keys]
+        assert maj_at_k(keys, passed, 2) == float(passed[0])
+        accs.append(sum(passed) / 8)
+        majs.append(maj_at_k(keys, passed, 2))
+    assert abs(sum(majs) - sum(accs)) / 2000 < 0.03
 
 
 def test_bootstrap_stderr_matches_analytic_and_is_deterministic():
@@ -85,7 +104,7 @@ def test_task_metrics_by_hand():
     assert m["acc"]["value"] == pytest.approx((3 / 4 + 0) / 2)
     assert m["pass@2"]["value"] == pytest.approx((1 - 0 / 6 + 0) / 2)  # n-c=1 < 2 -> 1.0
     assert m["pass@4"]["value"] == pytest.approx(0.5)
-    assert m["maj@2"]["value"] == pytest.approx(0.5)  # 5,5 -> right; 1,2 tie -> 0
+    assert m["maj@2"]["value"] == pytest.approx(0.5)  # 5,5 -> right; 1,2 tie -> 1 (wrong)
     assert m["maj@4"]["value"] == pytest.approx(0.5)
     assert set(m) == {"acc", "pass@2", "pass@4", "maj@2", "maj@4"}
     assert m["acc"]["stderr"] > 0

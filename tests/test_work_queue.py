@@ -3,6 +3,7 @@ ranks under torchrun, gloo), so a rank that draws slow chunks does not hold the 
 the other idles; in one process the chunks come in order."""
 
 import json
+import os
 import sys
 import textwrap
 
@@ -10,17 +11,22 @@ from _launch import rank_env, run_ranks
 
 from dapo_bench import dist
 
+# Rank 1's first chunk is slow: it lasts until rank 0 has run out of chunks (a FIFO: rank 1's
+# open for reading blocks until rank 0 opens it for writing after its loop), so the shares are
+# exact whatever the machine's speed.
 SCRIPT = textwrap.dedent("""
-    import json, sys, time
+    import json, sys
     from dapo_bench import dist
 
-    out = sys.argv[1]
+    out, fifo = sys.argv[1], sys.argv[2]
     first = dist.WorkQueue(20)
     mine = []
     for k in first:
         mine.append(k)
         if dist.rank() == 1:
-            time.sleep(0.3)  # rank 1's chunks are slow
+            open(fifo).close()  # slow: until rank 0 has taken every other chunk
+    if dist.rank() == 0:
+        open(fifo, "w").close()
     counted = first.done(len(mine))
     dist.barrier()
     total = first.done(0)
@@ -40,18 +46,17 @@ def test_one_process_takes_every_chunk_in_order():
 def test_a_free_rank_takes_the_chunks_a_slow_rank_has_not_started(tmp_path):
     script = tmp_path / "ranks.py"  # not queue.py: it would shadow the stdlib module
     script.write_text(SCRIPT)
-    out = tmp_path / "got"
+    out, fifo = tmp_path / "got", tmp_path / "slow"
+    os.mkfifo(fifo)
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node",
-           "2", str(script), str(out)]
+           "2", str(script), str(out), str(fifo)]
     run = run_ranks(cmd, rank_env(), timeout=300)
     assert run.returncode == 0, run.stderr[-3000:]
     got = [json.loads((tmp_path / f"got.{r}").read_text()) for r in (0, 1)]
     zero, one = got[0]["mine"], got[1]["mine"]
-    assert sorted(zero + one) == list(range(20))  # every chunk made once
-    assert zero[0] == 0 and one[0] == 1  # each rank starts on its own chunk
-    # fixed round-robin shares would give 10 each; the slow rank makes 1 or 2 (while rank 0
-    # makes the rest it sleeps 0.3 s on chunk 1)
-    assert len(one) <= 2 < len(zero), (zero, one)
+    # each rank starts on its own chunk; fixed round-robin shares would give 10 each, but the
+    # free rank makes every chunk while the slow one is on its first
+    assert one == [1] and zero == [0, *range(2, 20)], (zero, one)
     assert all(g["total"] == 20 for g in got)  # done() counts over both ranks
     assert max(g["counted"] for g in got) == 20
     assert sorted(got[0]["second"] + got[1]["second"]) == [0, 1, 2]

@@ -4,9 +4,13 @@
   computed as a stable product; the chance that at least one of k samples drawn without
   replacement from the n generated is correct.
 - ``maj_at_k(keys, passed, k)``: majority vote over the FIRST k samples' normalised answers;
-  samples without an answer (key None) do not vote; a tie for the top count is not a majority
-  (scores 0); the winner scores 1 when its samples passed. Samples are i.i.d., so the first k
-  are an unbiased draw of k (no averaging over subsets is done).
+  samples without an answer (key None) do not vote; a tie for the top count goes to the tied
+  answer seen first in sample order, and the winner scores its first sample's verdict. This is
+  the convention of Qwen2.5-Math's evaluation (``rm_maj_eval.py``) and lm-evaluation-harness's
+  ``majority_vote`` filter (both ``Counter.most_common(1)``, whose ties keep first-seen order),
+  so maj@k compares with published numbers. maj@2 is then the first voting sample's verdict
+  (acc's expectation when every sample answers; counting a tie as wrong put it below acc).
+  Samples are i.i.d., so the first k are an unbiased draw of k (no averaging over subsets).
 - ``bootstrap_stderr(values)``: standard deviation of the mean over ``B`` resamples of the
   problems (seeded, deterministic).
 - ``paired_bootstrap(a, b)``: gain b - a on the same problems with its bootstrap stderr, 95%
@@ -40,10 +44,10 @@ def maj_at_k(keys: Sequence[str | None], passed: Sequence[bool], k: int) -> floa
     votes = Counter(key for key in keys[:k] if key is not None)
     if not votes:
         return 0.0
-    (top, count), *rest = votes.most_common()
-    if rest and rest[0][1] == count:
-        return 0.0  # a tie is not a majority
-    return 1.0 if any(p for key, p in zip(keys[:k], passed[:k]) if key == top) else 0.0
+    # A Counter keeps first-seen order and most_common sorts stably: a tie goes to the answer
+    # seen first.
+    top = votes.most_common(1)[0][0]
+    return 1.0 if passed[keys.index(top)] else 0.0
 
 
 def bootstrap_stderr(values: Sequence[float], B: int = DEFAULT_B, seed: int = 0) -> float | None:

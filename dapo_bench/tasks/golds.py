@@ -38,7 +38,7 @@ def gsm8k(value: Any, row: dict) -> str:
 
 @GOLD_TRANSFORMS.register("gsm8k_solution",
                           help="a GSM8K worked solution as a model should write it: calculator "
-                               "annotations <<...>> dropped, '#### N' -> 'The answer is \boxed{N}.'")
+                               "annotations <<...>> dropped, '#### N' -> 'The answer is \\boxed{N}.'")
 def gsm8k_solution(value: Any, row: dict) -> str:
     text = re.sub(r"<<[^>]*>>", "", str(value))
     if "####" not in text:
