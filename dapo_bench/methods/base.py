@@ -35,6 +35,7 @@ from dapo_bench.errors import UserError
 from dapo_bench.io import atomic_write_json, check_out_dir, check_run_id, read_json
 from dapo_bench.methods import METHODS
 from dapo_bench.methods.context import RunContext
+from dapo_bench.nodes import check_shared_dir
 from dapo_bench.training.sft import CONTROL_BATCH_SIZE, CONTROL_LR
 
 
@@ -218,7 +219,7 @@ def run_training(
     run_dir = Path(opts.out) / opts.run_id
     if dist.is_main():
         _claim_run_dir(run_dir, saved, spec)
-    dist.barrier()
+    check_shared_dir(run_dir)  # every node sees this folder, or every rank stops here
     t0 = time.perf_counter()
     ctx = RunContext(run_dir, opts, n_params, method)
     ctx.log(f"run dir {run_dir} (method {method}, preset {preset})")
