@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from scaleout import train_command
 
 TICK = os.sysconf("SC_CLK_TCK")
 
@@ -48,39 +49,34 @@ def _tree(root: int) -> list[int]:
     return out
 
 
-def _cpu(pid: int) -> tuple[str, float] | None:
-    """(kind, CPU seconds) of ``pid``: ``rank`` for a dapo_bench.cli process, else ``helper``."""
+def _cpu(pid: int) -> tuple[str, float, float] | None:
+    """(kind, CPU seconds of all its threads, of its main thread) of ``pid``; kind is ``rank``
+    for a dapo_bench.cli process, else ``helper``."""
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
         cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+        secs = [_ticks(Path(f"/proc/{pid}{t}/stat").read_text()) for t in ("", f"/task/{pid}")]
     except OSError:
         return None
-    fields = stat[stat.rindex(")") + 2 :].split()
-    secs = (int(fields[11]) + int(fields[12])) / TICK  # utime, stime
     launcher = "torch.distributed.run" in cmd
-    return ("helper" if launcher or "dapo_bench.cli" not in cmd else "rank"), secs
+    return ("helper" if launcher or "dapo_bench.cli" not in cmd else "rank"), secs[0], secs[1]
+
+
+def _ticks(stat: str) -> float:
+    fields = stat[stat.rindex(")") + 2 :].split()
+    return (int(fields[11]) + int(fields[12])) / TICK  # utime, stime
 
 
 def _run(out: Path, run_id: str, ranks: int, problems: int, stage: str,
          sets: list[str]) -> dict:
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")}
-    env.update(OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1")
-    cli = ["-m", "dapo_bench.cli", "train", "--method", "dapo", "--no-control", "--quiet",
-           "--threads", "1", "--out", str(out), "--run-id", run_id, "--set",
-           f"n_problems={problems}", *[a for kv in sets for a in ("--set", kv)]]
-    cmd = [sys.executable, *cli] if ranks == 1 else [
-        sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node",
-        str(ranks), *cli]
+    cmd, env = train_command(out, run_id, ranks, problems, sets)
     it, name = stage.split(".", 1)
     logs = out / run_id / it
     marker = out / run_id / "stages" / f"{stage}.json"
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                             start_new_session=True)
-    seen: dict[int, tuple[str, float]] = {}
-    start: dict[int, tuple[str, float]] | None = None
-    logged: dict[int, tuple[str, float]] | None = None  # when every request's row was logged
-    t_start = t_logged = 0.0
+    seen: dict[int, tuple[str, float, float]] = {}
+    history: list[tuple[float, int, dict]] = []  # (time, rows logged, CPU so far)
+    shards = f"{name}.rank*.jsonl" if ranks > 1 else f"{name}.jsonl"
     try:
         while not marker.exists():
             if proc.poll() is not None:
@@ -88,11 +84,8 @@ def _run(out: Path, run_id: str, ranks: int, problems: int, stage: str,
             for pid in _tree(proc.pid):
                 if (c := _cpu(pid)) is not None:
                     seen[pid] = c
-            files = list(logs.glob(f"{name}*.jsonl"))
-            if start is None and files:
-                start, t_start = dict(seen), time.perf_counter()
-            if logged is None and files and _rows(files) >= problems:
-                logged, t_logged = dict(seen), time.perf_counter()
+            if files := list(logs.glob(shards)):
+                history.append((time.perf_counter(), _rows(files), dict(seen)))
             time.sleep(0.1)
         for pid in _tree(proc.pid):
             if (c := _cpu(pid)) is not None:
@@ -101,18 +94,24 @@ def _run(out: Path, run_id: str, ranks: int, problems: int, stage: str,
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait()
-    start, logged = start or {}, logged or seen
-    rank_cpu, helper_cpu, tail_cpu = [], 0.0, []
-    for pid, (kind, secs) in seen.items():
-        used = secs - start.get(pid, (kind, 0.0))[1]
+    final = _rows([logs / f"{name}.jsonl"])
+    t_start, _, start = history[0]  # the first chunk logged
+    # every row logged (the marker may follow the last row within one poll: then the end)
+    t_logged, _, logged = next((h for h in history if h[1] >= final), (t_end, final, seen))
+    out_: dict = {"stage_s": json.loads(marker.read_text())["seconds"],
+                  "window_s": t_end - t_start, "tail_s": t_end - t_logged, "rank_cpu": [],
+                  "main_cpu": [], "tail_cpu": [], "helper_cpu": 0.0}
+    for pid, (kind, secs, main) in seen.items():
+        before = start.get(pid, (kind, 0.0, 0.0))
         if kind == "rank":
-            rank_cpu.append(used)
-            tail_cpu.append(secs - logged.get(pid, (kind, secs))[1])
+            out_["rank_cpu"].append(secs - before[1])
+            out_["main_cpu"].append(main - before[2])
+            out_["tail_cpu"].append(secs - logged.get(pid, (kind, secs, main))[1])
         else:
-            helper_cpu += used
-    return {"stage_s": json.loads(marker.read_text())["seconds"], "window_s": t_end - t_start,
-            "rank_cpu": sorted(rank_cpu, reverse=True), "helper_cpu": helper_cpu,
-            "tail_s": t_end - t_logged, "tail_cpu": sorted(tail_cpu, reverse=True)}
+            out_["helper_cpu"] += secs - before[1]
+    for k in ("rank_cpu", "main_cpu", "tail_cpu"):
+        out_[k].sort(reverse=True)
+    return out_
 
 
 def _rows(files: list[Path]) -> int:
@@ -127,13 +126,13 @@ def _rows(files: list[Path]) -> int:
 
 def main(
     problems: Annotated[int, typer.Option(help="training problems")] = 2048,
-    ranks: Annotated[int, typer.Option(help="ranks of the second run")] = 2,
     stage: Annotated[str, typer.Option(help="the stage timed (the run stops at its marker)")] = (
         "it1.rollouts"),
-    out: Annotated[Path, typer.Option(help="scratch directory (replaced)")] = Path(
-        "/tmp/dapo-bench-scaleout-cpu"),
+    ranks: Annotated[int, typer.Option(help="ranks of the second run")] = 2,
     set_: Annotated[list[str] | None, typer.Option(
         "--set", help="more DAPO settings, key=value (repeatable)")] = None,
+    out: Annotated[Path, typer.Option(help="scratch folder (replaced)")] = Path(
+        "/tmp/dapo-bench-scaleout-cpu"),
 ) -> None:
     """CPU seconds and speed-up of one DAPO stage on 1 and on N ranks."""
     import shutil
@@ -143,14 +142,14 @@ def main(
           f"problems, {stage}, 1 vs {ranks} ranks, 1 torch thread each", flush=True)
     one = _run(out, "one", 1, problems, stage, list(set_ or []))
     many = _run(out, "many", ranks, problems, stage, list(set_ or []))
-    print("| run | stage (s) | window (s) | rank CPU (s) | helper CPU (s) | CPU / window "
-          "| after the last row: wall (s), rank CPU (s) |")
-    print("|---|--:|--:|--:|--:|--:|--:|")
+    print("| run | stage (s) | window (s) | rank CPU (s) | of it, main threads (s) | helper CPU "
+          "(s) | CPU / window | after the last row: wall (s), rank CPU (s) |")
+    print("|---|--:|--:|--:|--:|--:|--:|--:|")
     for label, r in (("1 rank", one), (f"{ranks} ranks", many)):
         cpu = sum(r["rank_cpu"]) + r["helper_cpu"]
-        ranks_s = " + ".join(f"{c:.1f}" for c in r["rank_cpu"])
-        tail = " + ".join(f"{c:.2f}" for c in r["tail_cpu"])
-        print(f"| {label} | {r['stage_s']:.1f} | {r['window_s']:.1f} | {ranks_s} | "
+        ranks_s, main_s, tail = (" + ".join(f"{c:.2f}" for c in r[k])
+                                 for k in ("rank_cpu", "main_cpu", "tail_cpu"))
+        print(f"| {label} | {r['stage_s']:.1f} | {r['window_s']:.1f} | {ranks_s} | {main_s} | "
               f"{r['helper_cpu']:.1f} | {cpu / r['window_s']:.2f} | {r['tail_s']:.2f}, {tail} |")
     bound1 = max(one["rank_cpu"][0], (sum(one["rank_cpu"]) + one["helper_cpu"]) / ranks)
     boundn = max(many["rank_cpu"][0], (sum(many["rank_cpu"]) + many["helper_cpu"]) / ranks)

@@ -136,3 +136,43 @@ def test_a_lost_node_stops_the_other_with_one_line_and_a_rerun_resumes(model_dir
     assert [{k: v for k, v in h.items() if k != "seconds"} for h in res["history"]] == \
         [{k: v for k, v in h.items() if k != "seconds"} for h in whole["history"]]
     _same_weights(tmp_path / "k" / "policy", tmp_path / "w" / "policy", atol=0)
+
+
+def test_only_a_lost_peer_is_reported_as_a_lost_node(monkeypatch):
+    from dapo_bench import dist, nodes
+
+    monkeypatch.setattr(dist, "_initialised", lambda: False)
+    monkeypatch.setenv("RANK", "1")
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    gloo = RuntimeError("[/x/gloo/transport/tcp/pair.cc:537] Read error [127.0.0.1]:35470: "
+                        "Connection reset by peer. This is typically caused by a crash")
+    line = nodes.lost_rank_message(gloo, ["train", "--method", "grpo"])
+    assert line.startswith("error: rank 1/2 on ") and "\n" not in line
+    assert "a node was lost: a collective lost contact with another rank (Read error " \
+        "[127.0.0.1]:35470: Connection reset by peer)" in line
+    assert line.endswith("-m dapo_bench.cli train --method grpo")  # not under torchrun here
+    assert nodes.lost_rank_message(ValueError("bad"), ["train"]) is None  # keeps its traceback
+    assert nodes.lost_rank_message(None, ["train"]) is None  # Ctrl-C: "interrupted"
+    monkeypatch.setenv("WORLD_SIZE", "1")
+    assert nodes.lost_rank_message(gloo, ["train"]) is None  # one process has no peers
+
+
+def test_scratch_is_kept_per_host_only_across_nodes(monkeypatch, tmp_path):
+    import socket
+
+    from dapo_bench import dist, nodes
+
+    monkeypatch.setattr(dist, "_initialised", lambda: False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setenv("WORLD_SIZE", "4")
+    monkeypatch.delenv("TORCH_EXTENSIONS_DIR", raising=False)
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", "4")  # one node: the default folder
+    nodes.keep_scratch_per_node()
+    assert "TORCH_EXTENSIONS_DIR" not in os.environ
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", "2")  # two nodes of 2 ranks
+    nodes.keep_scratch_per_node()
+    assert os.environ["TORCH_EXTENSIONS_DIR"] == str(
+        tmp_path / "torch_extensions" / socket.gethostname())
+    monkeypatch.setenv("TORCH_EXTENSIONS_DIR", "/mine")  # the user's choice stands
+    nodes.keep_scratch_per_node()
+    assert os.environ["TORCH_EXTENSIONS_DIR"] == "/mine"
