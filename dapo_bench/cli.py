@@ -126,8 +126,9 @@ def main() -> None:
         sys.exit(2)
     except (Interrupted, KeyboardInterrupt):
         lost = nodes.lost_rank_message(None, sys.argv[1:])  # torchrun's SIGTERM: a node was lost
-        print(lost or interrupted_message(sys.argv[1:]), file=sys.stderr, flush=True)
-        sys.exit(143 if lost else 130)
+        if lost is None or lost:
+            print(lost or interrupted_message(sys.argv[1:]), file=sys.stderr, flush=True)
+        sys.exit(130 if lost is None else 143)
     except Exception as e:  # a collective whose peer went away: one line, not a traceback
         lost = nodes.lost_rank_message(e, sys.argv[1:])
         if lost is None:

@@ -23,6 +23,7 @@ timeout; elastic membership (a lost node is not replaced, the run stops).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shlex
@@ -104,7 +105,8 @@ def _launch_command(argv: list[str]) -> str:
         parent = [a.decode() for a in raw if a]
     except OSError:
         parent = []
-    if any("torchrun" in a or a == "torch.distributed.run" for a in parent[:3]):
+    if any("torchrun" in a or a in ("torch.distributed.run", "dapo_bench.launch")
+           for a in parent[:3]):
         return shlex.join(parent)
     return "torchrun ... " + shlex.join(["-m", "dapo_bench.cli", *argv])
 
@@ -119,21 +121,29 @@ def _peer_lost(exc: BaseException) -> str:
     text = re.sub(r"^\[[^\]]*\.(cc|cpp|hpp):\d+\]\s*", "", text)  # gloo's source location
     text = text.split(". ")[0]  # "...: Connection reset by peer. This is typically caused by"
     lost = ("Connection closed by peer", "Connection reset by peer", "Broken pipe",
-            "Socket Timeout", "Timed out", "timed out", "Connection refused")
+            "Socket Timeout", "Timed out", "timed out", "Connection refused",
+            "failed to pass monitoredBarrier")  # the last: TORCH_DISTRIBUTED_DEBUG=DETAIL
     if isinstance(exc, DistNetworkError) or any(s in text for s in lost):
         return text if len(text) < 160 else text[:157] + "..."
     return ""
 
 
 def lost_rank_message(exc: BaseException | None, argv: list[str]) -> str | None:
-    """The one line for a rank stopped because another node was lost; None for other errors."""
+    """The one line for a rank stopped because another node was lost; None for other errors;
+    '' for a rank that ``dapo_bench.launch`` stopped (the launcher prints the line)."""
     if exc is None and not _STOPPED[0]:
         return None
+    said = os.environ.get("DAPO_BENCH_LAUNCH_SAID")  # under dapo_bench.launch
+    if _STOPPED[0] and said:
+        return ""  # the launcher prints the line
     if _STOPPED[0]:
         what = "a node was lost: another node's process ended and torchrun stopped this rank"
     elif dist.world_size() > 1 and (why := _peer_lost(exc)):
         what = f"a node was lost: a collective lost contact with another rank ({why})"
     else:
         return None
+    if said:
+        with contextlib.suppress(OSError), open(said, "a") as f:
+            f.write(what + "\n")  # the launcher adds no line of its own
     return (f"error: {where()}: {what}; artifacts kept; rerun the same launch command on every "
             f"node to resume from the last checkpoint: {_launch_command(argv)}")

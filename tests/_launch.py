@@ -66,13 +66,15 @@ def run_ranks(cmd: list[str], env: dict, timeout: float) -> subprocess.Completed
     return finish([start(cmd, env)], timeout)[0]
 
 
-def torchrun_nodes(args: list[str], nodes: int = 2, port: int | None = None) -> list[list[str]]:
+def torchrun_nodes(args: list[str], nodes: int = 2, port: int | None = None,
+                   launcher: str = "torch.distributed.run") -> list[list[str]]:
     """The torchrun command of each of ``nodes`` nodes (one rank each) running ``args`` (``-m
-    dapo_bench.cli ...``), joined by c10d rendezvous at 127.0.0.1:``port`` (a free one)."""
+    dapo_bench.cli ...``), joined by c10d rendezvous at 127.0.0.1:``port`` (a free one);
+    ``launcher`` may be ``dapo_bench.launch`` (torchrun with one-line failures)."""
     endpoint = f"127.0.0.1:{port or free_port()}"
-    return [[sys.executable, "-m", "torch.distributed.run", "--nnodes", str(nodes), "--node-rank",
-             str(r), "--nproc-per-node", "1", "--rdzv-backend", "c10d", "--rdzv-endpoint",
-             endpoint, *args] for r in range(nodes)]
+    return [[sys.executable, "-m", launcher, "--nnodes", str(nodes), "--node-rank", str(r),
+             "--nproc-per-node", "1", "--rdzv-backend", "c10d", "--rdzv-endpoint", endpoint,
+             *args] for r in range(nodes)]
 
 
 def run_nodes(cmds: list[list[str]], env: dict, timeout: float
