@@ -6,6 +6,7 @@ Importing this package is cheap: it pulls in neither torch nor sympy. Heavy modu
 The layout, top floor first (docs/architecture.md draws it and says why)::
 
     cli, commands/        the CLI: parses and calls the library
+    launch                torchrun with one-line failures (python -m dapo_bench.launch)
     methods/              one file or folder per training method (methods/dapo/: DAPO's stages,
                           advantages, actor, critic), the run (base, context) and its report
     toy/                  the embedded tiny policy (tokenizer, model, build_ref; it scores
@@ -18,7 +19,8 @@ The layout, top floor first (docs/architecture.md draws it and says why)::
     tasks/                declarative task specs, rows, prompts, scoring through a verifier
     models                load / save / count a policy (generation and training both use it)
     verifiers/            math and code verifiers (installed as dapo_bench.verifiers; no torch)
-    ground floor          errors, registry, io, config, ledger, provenance, results, dist, arith
+    ground floor          errors, registry, io, config, ledger, provenance, results, dist, nodes,
+                          arith
 
 ``ALLOWED_IMPORTS`` is the rule (tests/test_architecture.py enforces it): a part may import
 itself, the ground floor, and the parts listed for it; nothing else (no upward import, no cycle).
@@ -27,7 +29,7 @@ itself, the ground floor, and the parts listed for it; nothing else (no upward i
 __version__ = "0.1.0"
 
 GROUND = ("errors", "registry", "io", "config", "ledger", "provenance", "results", "dist",
-          "arith")
+          "nodes", "arith")
 ALLOWED_IMPORTS: dict[str, tuple[str, ...]] = {
     "verifiers": (),
     "models": (),
@@ -41,4 +43,5 @@ ALLOWED_IMPORTS: dict[str, tuple[str, ...]] = {
     "commands": ("methods", "training", "generation", "models", "eval", "tasks", "verifiers",
                  "toy", "leaderboard"),
     "cli": ("commands",),
+    "launch": (),
 }
