@@ -8,13 +8,15 @@ node-local scratch, and a one-line error when a node is lost.
 - :func:`keep_scratch_per_node`: on a run over several nodes, ``$TORCH_EXTENSIONS_DIR`` (where
   DeepSpeed builds its ops) defaults to a folder per host, so nodes that share a home directory
   do not build into, or load from, one folder. Other scratch is already per process: the code
-  sandbox's and the math verifier's temporary folders (``tempfile``, node-local ``/tmp``).
+  sandbox's temporary folders (``tempfile``, in the node's own ``/tmp``).
 - :func:`lost_rank_message`: a collective that failed because a peer went away (gloo's
   "Connection closed by peer", a store op that lost the launcher's store, a collective past
   its timeout) and the SIGTERM with which torchrun stops a rank when another node's process
   ended, as one line: what happened, on which rank and node, and the command that resumes the
   run (the same launch command on every node: finished stages are kept, a training stage
-  restarts from its last ``--checkpoint-every`` checkpoint).
+  restarts from its last ``--checkpoint-every`` checkpoint). Under ``dapo_bench.launch`` a
+  rank stopped by SIGTERM leaves the line to the launcher, and a rank that printed its line
+  notes it in ``$DAPO_BENCH_LAUNCH_SAID`` (one line per node).
 
 The collective timeout is ``dist.TIMEOUT`` (``$DAPO_BENCH_DIST_TIMEOUT_H`` hours, default 12).
 Not covered: a node that hangs without closing its connections is only noticed at that
