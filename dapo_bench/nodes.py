@@ -139,7 +139,8 @@ def lost_rank_message(exc: BaseException | None, argv: list[str]) -> str | None:
     if _STOPPED[0] and said:
         return ""  # the launcher prints the line
     if _STOPPED[0]:
-        what = "a node was lost: another node's process ended and torchrun stopped this rank"
+        what = ("a node was lost, or the launch was stopped: torchrun stopped this rank "
+                "(SIGTERM)")
     elif dist.world_size() > 1 and (why := _peer_lost(exc)):
         what = f"a node was lost: a collective lost contact with another rank ({why})"
     else:

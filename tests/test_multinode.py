@@ -17,6 +17,7 @@ import signal
 import time
 from pathlib import Path
 
+import pytest
 from _launch import finish, rank_env, run_nodes, start, torchrun_nodes
 from test_scaleout import (
     DAPO_SETS,
@@ -180,3 +181,26 @@ def test_scratch_is_kept_per_host_only_across_nodes(monkeypatch, tmp_path):
     monkeypatch.setenv("TORCH_EXTENSIONS_DIR", "/mine")  # the user's choice stands
     nodes.keep_scratch_per_node()
     assert os.environ["TORCH_EXTENSIONS_DIR"] == "/mine"
+
+
+def test_torchruns_sigterm_stops_a_rank_with_the_lost_node_line(monkeypatch):
+    from dapo_bench import dist, nodes
+
+    monkeypatch.setattr(dist, "_initialised", lambda: False)
+    monkeypatch.setenv("RANK", "0")
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("TORCHELASTIC_RUN_ID", "none")  # what torchrun gives its ranks
+    monkeypatch.delenv("DAPO_BENCH_LAUNCH_SAID", raising=False)
+    monkeypatch.setattr(nodes, "_STOPPED", [False])
+    old = signal.getsignal(signal.SIGTERM)
+    try:
+        nodes.stop_on_launcher_sigterm()
+        with pytest.raises(KeyboardInterrupt):  # as Ctrl-C: artifacts kept on the way out
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(5)  # the handler runs before this returns
+    finally:
+        signal.signal(signal.SIGTERM, old)
+    line = nodes.lost_rank_message(None, ["train"])
+    assert line.startswith("error: rank 0/2 on ") and "torchrun stopped this rank (SIGTERM)" in line
+    monkeypatch.setenv("DAPO_BENCH_LAUNCH_SAID", "/nonexistent")
+    assert nodes.lost_rank_message(None, ["train"]) == ""  # dapo_bench.launch prints the line
