@@ -63,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     fd, said = tempfile.mkstemp(prefix="dapo-bench-launch-")  # a rank's line, once it printed one
     os.close(fd)
     os.environ[SAID] = said
-    args = parse_args(argv)
+    args, spoken = parse_args(argv), False
     try:
         run(args)
         return 0
