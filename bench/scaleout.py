@@ -30,19 +30,27 @@ STAGES = ("it1.rollouts", "it1.mc", "it1.critic", "it1.advantages", "it1.actor",
           "eval.reference", "eval.final")
 
 
-def _train(out: Path, run_id: str, ranks: int, problems: int, eval_limit: int,
-           sets: list[str]) -> float:
+def train_command(out: Path, run_id: str, ranks: int, problems: int, sets: list[str]
+                  ) -> tuple[list[str], dict]:
+    """(command, env) of the toy DAPO run ``run_id`` on ``ranks`` ranks, one thread each."""
     env = {k: v for k, v in os.environ.items()
            if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")}
     env.update(OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1")
     cli = ["-m", "dapo_bench.cli", "train", "--method", "dapo", "--no-control", "--quiet",
-           "--threads", "1", "--out", str(out), "--run-id", run_id, "--eval-limit",
-           str(eval_limit), "--set", f"n_problems={problems}"]
+           "--threads", "1", "--out", str(out), "--run-id", run_id, "--set",
+           f"n_problems={problems}"]
     for kv in sets:
         cli += ["--set", kv]
     cmd = [sys.executable, *cli] if ranks == 1 else [
         sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node",
         str(ranks), *cli]
+    return cmd, env
+
+
+def _train(out: Path, run_id: str, ranks: int, problems: int, eval_limit: int,
+           sets: list[str]) -> float:
+    cmd, env = train_command(out, run_id, ranks, problems, sets)
+    cmd += ["--eval-limit", str(eval_limit)]
     t0 = time.perf_counter()
     run = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
     if run.returncode != 0:

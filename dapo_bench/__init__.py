@@ -6,6 +6,7 @@ Importing this package is cheap: it pulls in neither torch nor sympy. Heavy modu
 The layout, top floor first (docs/architecture.md draws it and says why)::
 
     cli, commands/        the CLI: parses and prints; calls the run (train) or the library
+    launch                torchrun with one-line failures (python -m dapo_bench.launch)
     run/                  a training run: options, run dir, the method, evaluation, the
                           equal-compute control, results.json (commands -> run -> methods)
     methods/              one file or folder per training method (methods/dapo/: DAPO's stages,
@@ -22,7 +23,8 @@ The layout, top floor first (docs/architecture.md draws it and says why)::
                           YAML specs are data: the repository's tasks/, dapo_bench.task_specs)
     models                load / save / count a policy; Policy, the handle a run passes on
     verifiers/            math and code verifiers (installed as dapo_bench.verifiers; no torch)
-    ground floor          errors, registry, io, config, ledger, provenance, results, dist, arith
+    ground floor          errors, registry, io, config, ledger, provenance, results, dist, nodes,
+                          arith
 
 ``ALLOWED_IMPORTS`` is the rule (tests/test_architecture.py enforces it): a part may import
 itself, the ground floor, and the parts listed for it; nothing else (no upward import). No
@@ -33,7 +35,7 @@ functions (the same test). ``SPEC_REFERENCES`` names the parts a task spec may n
 __version__ = "0.1.0"
 
 GROUND = ("errors", "registry", "io", "config", "ledger", "provenance", "results", "dist",
-          "arith")
+          "nodes", "arith")
 ALLOWED_IMPORTS: dict[str, tuple[str, ...]] = {
     "verifiers": (),
     "models": (),
@@ -48,6 +50,7 @@ ALLOWED_IMPORTS: dict[str, tuple[str, ...]] = {
     "commands": ("run", "methods", "training", "generation", "models", "eval", "tasks",
                  "verifiers", "toy", "leaderboard"),
     "cli": ("commands",),
+    "launch": (),
 }
 # Parts that a task spec (YAML data under the repository's tasks/, installed as
 # dapo_bench.task_specs; not the code package dapo_bench/tasks/) may name by a "module:NAME"

@@ -6,7 +6,9 @@ value) print one line and exit with status 2. The flag conventions are in
 Ctrl-C prints one line (for ``eval`` and ``train``: artifacts kept, and the command that
 resumes) and exits with status 130. Typer turns a KeyboardInterrupt that reaches it into a
 bare exit 130, so every command's callback is wrapped to turn it into :class:`Interrupted`
-first.
+first. A rank under torchrun that is stopped because another node was lost (torchrun's SIGTERM,
+or a collective whose peer went away) prints one line saying so and the command that resumes
+(:mod:`dapo_bench.nodes`).
 """
 
 from __future__ import annotations
@@ -105,7 +107,10 @@ def _usage_error_class() -> type[Exception]:
 
 
 def main() -> None:
+    from dapo_bench import nodes
+
     usage_error = _usage_error_class()
+    nodes.stop_on_launcher_sigterm()
     try:
         rc = app(prog_name="dapo-bench", standalone_mode=False)
     except UserError as e:
@@ -120,8 +125,16 @@ def main() -> None:
         print(f"error: {e.format_message()} (see '{where} -h')", file=sys.stderr)
         sys.exit(2)
     except (Interrupted, KeyboardInterrupt):
-        print(interrupted_message(sys.argv[1:]), file=sys.stderr, flush=True)
-        sys.exit(130)
+        lost = nodes.lost_rank_message(None, sys.argv[1:])  # torchrun's SIGTERM: a node was lost
+        if lost is None or lost:
+            print(lost or interrupted_message(sys.argv[1:]), file=sys.stderr, flush=True)
+        sys.exit(130 if lost is None else 143)
+    except Exception as e:  # a collective whose peer went away: one line, not a traceback
+        lost = nodes.lost_rank_message(e, sys.argv[1:])
+        if lost is None:
+            raise
+        print(lost, file=sys.stderr, flush=True)
+        sys.exit(1)
     sys.exit(rc if isinstance(rc, int) else 0)
 
 

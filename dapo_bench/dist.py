@@ -90,6 +90,10 @@ def ensure_group() -> None:
     import torch
     import torch.distributed as dist
 
+    from dapo_bench.nodes import keep_scratch_per_node
+
+    keep_scratch_per_node()
+
     backend = "gloo"
     if torch.cuda.is_available():
         torch.cuda.set_device(_env_int("LOCAL_RANK", 0))

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from _launch import rank_env, run_ranks
+from _launch import free_port, rank_env, run_ranks
 from _park import Parked
 
 from dapo_bench.io import read_json, read_jsonl
@@ -62,10 +62,15 @@ def _untimed(path: Path) -> list[dict]:
 
 
 def test_dapo_two_ranks_share_the_work_and_match_one_process(model_dir, tmp_path):
+    _run(_cmd("dapo", model_dir, tmp_path, "two", DAPO_SETS))
+    dapo_matches_one_process(model_dir, tmp_path)
+
+
+def dapo_matches_one_process(model_dir: str, tmp_path: Path) -> None:
+    """Run ``tmp_path/two`` (DAPO_SETS on 2 ranks) holds one process's artifacts and results."""
     from dapo_bench.run import RunOptions, run_training
     from dapo_bench.training.value import ValueModel
 
-    _run(_cmd("dapo", model_dir, tmp_path, "two", DAPO_SETS))
     one = run_training("dapo", RunOptions(
         model=model_dir, eval_limit=6, eval_max_new_tokens=6, control=False, out=str(tmp_path),
         run_id="one", quiet=True), overrides=DAPO_SETS)
@@ -89,20 +94,12 @@ def test_dapo_two_ranks_share_the_work_and_match_one_process(model_dir, tmp_path
     assert res["tasks"]["arith"]["metrics"] == one["tasks"]["arith"]["metrics"]
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def _kill_ranks_when(cmd: list[str], rank: int, file_name: str, rows: int, why: str) -> None:
     """Start the two ranks of torchrun ``cmd`` as plain processes (what torchrun starts) and
     SIGKILL both, mid-stage, once ``rank`` has written its ``rows``-th row to ``file_name``
     (it parks there: no race against a fast machine)."""
     argv = cmd[cmd.index("-m", 3):]
-    port = str(_free_port())
+    port = str(free_port())
     procs = [Parked(argv, file_name, rows, env={**_env(), "RANK": str(r), "LOCAL_RANK": str(r),
                                                 "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1",
                                                 "MASTER_PORT": port},
@@ -149,9 +146,15 @@ def test_a_killed_rank_resumes_its_shard_without_redoing_finished_chunks(model_d
 ])
 def test_online_methods_on_two_ranks_take_one_process_first_update(model_dir, tmp_path, method,
                                                                    sets):
+    _run(_cmd(method, model_dir, tmp_path, "two", sets))
+    online_matches_one_process(method, model_dir, tmp_path, sets)
+
+
+def online_matches_one_process(method: str, model_dir: str, tmp_path: Path, sets: list[str]
+                               ) -> None:
+    """Run ``tmp_path/two`` (``method`` on 2 ranks) took one process's first update."""
     from dapo_bench.run import RunOptions, run_training
 
-    _run(_cmd(method, model_dir, tmp_path, "two", sets))
     one = run_training(method, RunOptions(
         model=model_dir, eval_limit=6, eval_max_new_tokens=6, control=False, out=str(tmp_path),
         run_id="one", quiet=True), overrides=sets)

@@ -38,6 +38,7 @@ from dapo_bench.eval.report import model_info, task_result
 from dapo_bench.eval.store import SampleStore
 from dapo_bench.generation.base import Generator, SamplingParams
 from dapo_bench.io import read_json
+from dapo_bench.nodes import check_shared_dir
 from dapo_bench.provenance import settings_run_id
 from dapo_bench.results import build_results, now_utc, write_results
 from dapo_bench.tasks import Task, load_task
@@ -250,6 +251,7 @@ def evaluate(
         "temperature": temperature, "top_p": top_p, "seed": seed,
         "tasks": {t.name: _task_fingerprint(t, mnt[t.name]) for t in loaded},
     }
+    check_shared_dir(run_dir)  # every node sees this folder, or every rank stops here
     store = SampleStore(run_dir, fingerprint,
                         {t.name: {p.id: p.row_hash for p in t.problems} for t in loaded})
     progress = Progress(quiet=quiet or not dist.is_main())

@@ -23,6 +23,7 @@ from dapo_bench.io import check_out_dir, check_run_id
 from dapo_bench.methods import METHODS
 from dapo_bench.methods.base import MethodSpec
 from dapo_bench.methods.context import RunContext
+from dapo_bench.nodes import check_shared_dir
 from dapo_bench.run.options import RunOptions, resolve_config, resolve_options
 from dapo_bench.run.rundir import claim_run_dir, default_run_id
 
@@ -57,7 +58,7 @@ def run_training(
     run_dir = Path(opts.out) / opts.run_id
     if dist.is_main():
         claim_run_dir(run_dir, saved, spec)
-    dist.barrier()
+    check_shared_dir(run_dir)  # every node sees this folder, or every rank stops here
     t0 = time.perf_counter()
     ctx = RunContext(run_dir, opts, n_params, method)
     ctx.adopt(ref)  # loaded once: the first stage that uses the reference takes this one
