@@ -17,6 +17,7 @@ The layout, top floor first (docs/architecture.md draws it and says why)::
     generation/           one Generator interface; hf and vllm backends
     tasks/                declarative task specs, rows, prompts, scoring through a verifier
     models                load / save / count a policy (generation and training both use it)
+    rewards/              the verifiers in TRL's and verl's reward signatures (no torch)
     verifiers/            math and code verifiers (installed as dapo_bench.verifiers; no torch)
     ground floor          errors, registry, io, config, ledger, provenance, results, dist, arith
 
@@ -32,6 +33,7 @@ ALLOWED_IMPORTS: dict[str, tuple[str, ...]] = {
     "verifiers": (),
     "models": (),
     "tasks": ("verifiers",),
+    "rewards": ("verifiers",),
     "generation": ("models",),
     "leaderboard": (),
     "eval": ("generation", "tasks", "verifiers", "models"),
@@ -39,6 +41,6 @@ ALLOWED_IMPORTS: dict[str, tuple[str, ...]] = {
     "toy": ("training", "generation", "models", "eval"),
     "methods": ("training", "generation", "models", "eval", "tasks", "verifiers", "toy"),
     "commands": ("methods", "training", "generation", "models", "eval", "tasks", "verifiers",
-                 "toy", "leaderboard"),
+                 "toy", "leaderboard", "rewards"),
     "cli": ("commands",),
 }
