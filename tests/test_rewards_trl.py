@@ -1,38 +1,25 @@
-"""A real TRL GRPOTrainer trains with ``dapo_bench.rewards.math_reward`` on CPU, and the rewards
-it logged are the math verifier's verdicts on the same completions (trl from the dev extra)."""
+"""A real TRL GRPOTrainer trains with ``dapo_bench.rewards.math_reward`` on CPU (the training
+block of docs/rewards.md, run as shown), and the rewards it logged are the math verifier's
+verdicts on the same completions (trl from the dev extra)."""
 
 import math
 
 import pytest
+from _snippets import python_blocks
 
-trl = pytest.importorskip("trl", reason="trl is in the dev extra: pip install -e .[dev]")
+pytest.importorskip("trl", reason="trl is in the dev extra: pip install -e .[dev]")
 
 
-def test_grpo_trainer_logs_the_verifiers_verdicts(tmp_path):
-    import torch
+def test_grpo_trainer_logs_the_verifiers_verdicts(tmp_path, monkeypatch):
     from dapo_bench.verifiers.math import verify
-    from datasets import Dataset
-    from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from dapo_bench.arith import PROMPT_TEMPLATE, make_split
-    from dapo_bench.rewards import math_reward
-    from dapo_bench.toy import default_model_path
+    from dapo_bench.arith import PROMPT_TEMPLATE
 
-    torch.manual_seed(0)
-    path = default_model_path()  # the packaged tiny arith policy (0.66M parameters)
-    rows = make_split("rl_train", 8)
-    data = Dataset.from_list([{"prompt": PROMPT_TEMPLATE.format(question=r["question"]),
-                               "answer": r["answer"]} for r in rows])
-    args = trl.GRPOConfig(
-        output_dir=str(tmp_path), max_steps=2, per_device_train_batch_size=8,
-        num_generations=4, max_completion_length=48, learning_rate=1e-3, logging_steps=1,
-        report_to="none", use_cpu=True, save_strategy="no", seed=0, temperature=1.0,
-        dataloader_num_workers=0)
-    trainer = trl.GRPOTrainer(
-        model=AutoModelForCausalLM.from_pretrained(path),
-        processing_class=AutoTokenizer.from_pretrained(path),
-        reward_funcs=[math_reward], args=args, train_dataset=data)
-    trainer.train()
+    (block,) = [b for b in python_blocks("rewards.md") if "GRPOTrainer(" in b]
+    monkeypatch.chdir(tmp_path)  # the block's output_dir
+    ns: dict = {}
+    exec(compile(block, "docs/rewards.md", "exec"), ns)  # noqa: S102 - the page's own code
+    trainer, rows = ns["trainer"], ns["rows"]
 
     gold = {PROMPT_TEMPLATE.format(question=r["question"]): r["answer"] for r in rows}
     prompts, completions = list(trainer._logs["prompt"]), list(trainer._logs["completion"])
