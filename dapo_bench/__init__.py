@@ -22,6 +22,7 @@ The layout, top floor first (docs/architecture.md draws it and says why)::
     tasks/                task specs parsed, rows, prompts, scoring through a verifier (the
                           YAML specs are data: the repository's tasks/, dapo_bench.task_specs)
     models                load / save / count a policy; Policy, the handle a run passes on
+    rewards/              the verifiers in TRL's and verl's reward signatures (no torch)
     verifiers/            math and code verifiers (installed as dapo_bench.verifiers; no torch)
     ground floor          errors, registry, io, config, ledger, provenance, results, dist, nodes,
                           arith
@@ -40,6 +41,7 @@ ALLOWED_IMPORTS: dict[str, tuple[str, ...]] = {
     "verifiers": (),
     "models": (),
     "tasks": ("verifiers",),
+    "rewards": ("verifiers",),
     "generation": ("models",),
     "leaderboard": (),
     "eval": ("generation", "tasks", "verifiers", "models"),
@@ -48,7 +50,7 @@ ALLOWED_IMPORTS: dict[str, tuple[str, ...]] = {
     "methods": ("training", "generation", "models", "eval", "tasks", "verifiers", "toy"),
     "run": ("methods", "training", "generation", "models", "eval", "tasks", "verifiers"),
     "commands": ("run", "methods", "training", "generation", "models", "eval", "tasks",
-                 "verifiers", "toy", "leaderboard"),
+                 "verifiers", "toy", "leaderboard", "rewards"),
     "cli": ("commands",),
     "launch": (),
 }

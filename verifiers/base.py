@@ -15,8 +15,14 @@ code: nothing, the program runs either way).
 
 ``Verdict.reason`` vocabulary: "ok" (passed), "wrong_answer", "no_answer", "truncated" (math:
 cut off at the cap with no marked answer), "timeout",
-"too_large", "parse_error", "sandbox_error", and the code verifier's per-test statuses
-("runtime_error", "time_limit", "memory_limit", "output_limit").
+"too_large", "parse_error", "sandbox_error", "verifier_error" (math: a sympy worker died), and
+the code verifier's per-test statuses ("runtime_error", "time_limit", "memory_limit",
+"output_limit", "checker_crashed", ...).
+
+``INFRA_REASONS``: the reasons that are a failure of the verifying machinery itself, not of the
+answer (a worker or checker died, the sandbox is not isolated). Such a verdict fails, and
+``Verdict.infra_error`` says so: a caller that trains on rewards reports it (TRL: None, verl: a
+flag; see dapo_bench.rewards) instead of a 0 that a policy would learn from.
 """
 
 from __future__ import annotations
@@ -25,6 +31,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
 from dapo_bench.registry import Registry
+
+INFRA_REASONS = frozenset({"sandbox_error", "checker_crashed", "verifier_error"})
 
 
 @dataclass(frozen=True)
@@ -38,6 +46,11 @@ class Verdict:
     @property
     def reward(self) -> float:
         return 1.0 if self.passed else 0.0
+
+    @property
+    def infra_error(self) -> bool:
+        """The verifier failed on its own side (``INFRA_REASONS``): no verdict on the answer."""
+        return self.reason in INFRA_REASONS
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -27,7 +27,7 @@ from dapo_bench.verifiers.code.limits import Limits
 
 
 def _compile(job: dict):
-    comp = (lambda src, name: compile(src, name, "exec") if src else None)
+    comp = (lambda src, name: harness.compile_source(src, name) if src else None)
     pre = comp(harness.PREAMBLE, "<preamble>") if job.get("preamble") else None
     return (pre, comp(job.get("prompt"), "<prompt>"), comp(job.get("setup"), "<test>"),
             [comp(c, "<check>") for c in job["checks"]])

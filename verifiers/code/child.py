@@ -37,8 +37,9 @@ def close_others(keep: set[int]) -> None:
 
 
 def _compile(job: dict):
-    code = compile(job["program"], "<program>", "exec")
-    preamble = compile(harness.PREAMBLE, "<preamble>", "exec") if job.get("preamble") else None
+    code = harness.compile_source(job["program"], "<program>")
+    preamble = harness.compile_source(harness.PREAMBLE, "<preamble>") if job.get("preamble") \
+        else None
     return code, preamble
 
 

@@ -147,6 +147,13 @@ def stdio_test(code, data: bytes, out_fd: int) -> tuple[str, str]:
     return status, err
 
 
+def compile_source(src: str, name: str):
+    """Compile test or program text as plain Python would: ``dont_inherit=True``, so this
+    module's own ``from __future__ import annotations`` does not leak into it (an undefined
+    name in an annotation raises, as it does when the file runs on its own)."""
+    return compile(src, name, "exec", dont_inherit=True)
+
+
 def load_program(code, preamble) -> dict:
     """Execute the program (for call- and assert-based tests); -> its namespace."""
     ns = {"__name__": "solution"}

@@ -1,8 +1,9 @@
 """The parent's side of the sandbox: a pool of pre-loaded worker processes, one per core.
 
-Each worker is a fresh interpreter (``python -I -m dapo_bench.verifiers.code.worker``) with a
-minimal environment (no secrets of ours), its own random unprivileged uid, and its own private
-temp base. `Pool.run(jobs)` sends jobs to idle workers (one thread per worker) and returns the
+Each worker is a fresh interpreter (``python -s -P``, booting
+``dapo_bench.verifiers.code.worker``) with a minimal environment (no secrets of ours) and
+``PYTHONHASHSEED=0`` (so every candidate and checker, forked from it, hashes as one process
+with that seed would), its own random unprivileged uid, and its own private temp base. `Pool.run(jobs)` sends jobs to idle workers (one thread per worker) and returns the
 raw results in order; a worker that dies is restarted and its job is a ``sandbox_error``.
 `Pool.layers()` runs the probe once and caches ``layer -> (active, detail)``.
 
@@ -29,6 +30,10 @@ import dapo_bench
 _ENV = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "HOME": "/nonexistent",
         "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
         "PYTHONDONTWRITEBYTECODE": "1", "PYTHONHASHSEED": "0"}
+# Not -I: it implies -E, which ignores PYTHONHASHSEED, and every worker (and the checkers and
+# programs it forks) would hash str with a seed of its own, so a verdict could hang on set
+# order. The environment is ours (_ENV), so -E adds nothing; -s and -P are the rest of -I.
+_FLAGS = ["-s", "-P"] if sys.version_info >= (3, 11) else ["-s"]
 _HELLO_TIMEOUT = 60.0
 
 
@@ -52,7 +57,7 @@ _BOOT = (f"import sys; sys.path.insert(0, {_ROOT!r}); "
 class _Worker:
     def __init__(self, uid: int, checker_uid: int, tmp: str, landlock: bool):
         self.uid, self.tmp = uid, tmp
-        cmd = [sys.executable, "-I", "-c", _BOOT, "--uid", str(uid),
+        cmd = [sys.executable, *_FLAGS, "-c", _BOOT, "--uid", str(uid),
                "--checker-uid", str(checker_uid), "--tmp", tmp]
         if not landlock:
             cmd.append("--no-landlock")

@@ -188,8 +188,9 @@ def serve(job: dict, req_fd: int, rep_fd: int, lim, hard: int) -> None:
     """Load the program, say which targets it defines, then answer calls until the checker
     closes the channel."""
     try:
-        code = compile(job["program"], "<program>", "exec")
-        pre = compile(harness.PREAMBLE, "<preamble>", "exec") if job.get("preamble") else None
+        code = harness.compile_source(job["program"], "<program>")
+        pre = harness.compile_source(harness.PREAMBLE, "<preamble>") if job.get("preamble") \
+            else None
         ns = harness.load_program(code, pre)
     except BaseException as e:  # noqa: BLE001 - SyntaxError, SystemExit: exit before the tests
         prefix = "compile: " if isinstance(e, SyntaxError) else "loading the program: "

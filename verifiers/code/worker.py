@@ -1,4 +1,4 @@
-"""A pre-loaded worker: ``python -I -m dapo_bench.verifiers.code.worker --uid N --tmp DIR``.
+"""A pre-loaded worker: ``python -s -P -m dapo_bench.verifiers.code.worker --uid N --tmp DIR``.
 
 Started by `pool.Pool` (one per core) as a fresh interpreter, so nothing of the parent's
 memory (expected outputs included) is in it. It sets up its namespaces once, imports the

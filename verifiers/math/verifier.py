@@ -8,6 +8,7 @@ sides (cached), try the fast path, and send only the undecided pairs to a sympy 
 hard deadline. Each verdict's ``extracted`` is the answer taken from the prediction, and its
 ``details`` say how it was found (``answer_from``) and which rule decided (``rule``).
 Reasons: ``ok``, ``wrong_answer``, ``no_answer``, ``truncated`` (below), ``timeout``,
+``verifier_error`` (a sympy worker died: the machinery's failure, ``Verdict.infra_error``),
 ``too_large`` (response over 100,000 characters, answer over 4,000, or nesting deeper than
 48), and ``parse_error`` (not equal, and sympy could not read one side).
 
@@ -43,7 +44,7 @@ from dapo_bench.verifiers.math.extract import MAX_TEXT, find_answer, gold_answer
 from dapo_bench.verifiers.math.match import Trace
 from dapo_bench.verifiers.math.normalize import MAX_ANSWER, TooLarge, parse_number
 from dapo_bench.verifiers.math.structure import Node
-from dapo_bench.verifiers.math.worker import Timeout, WorkerError, WorkerPool
+from dapo_bench.verifiers.math.worker import Timeout, WorkerDied, WorkerError, WorkerPool
 
 from dapo_bench.errors import UserError
 
@@ -137,6 +138,9 @@ def _slow(p: _Pending, timeout: float, pool: WorkerPool) -> Verdict:
         except Timeout:
             reason, rule = "timeout", "timeout"
             break
+        except WorkerDied:  # the machinery, not the answer: never a plain wrong answer
+            reason, rule = "verifier_error", "worker died"
+            continue
         except WorkerError:
             reason = "parse_error" if reason == "wrong_answer" else reason
             rule = "worker error"

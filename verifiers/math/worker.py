@@ -50,6 +50,11 @@ class WorkerError(Exception):
     """The worker raised or died; the message says what happened."""
 
 
+class WorkerDied(WorkerError):
+    """The worker died, did not start, or its pool is closed: the machinery failed, not the
+    comparison (the verdict is ``verifier_error``)."""
+
+
 class _Worker:
     def __init__(self) -> None:
         parent, child = Pipe(duplex=True)
@@ -66,14 +71,14 @@ class _Worker:
             return
         if not self.conn.poll(STARTUP_TIMEOUT):
             self.kill()
-            raise WorkerError(f"math worker did not start within {STARTUP_TIMEOUT:.0f}s")
+            raise WorkerDied(f"math worker did not start within {STARTUP_TIMEOUT:.0f}s")
         try:
             msg = self.conn.recv()
         except (EOFError, OSError):
             msg = None
         if msg != "ready":
             self.kill()
-            raise WorkerError(f"math worker failed to start (got {msg!r})")
+            raise WorkerDied(f"math worker failed to start (got {msg!r})")
         self.ready = True
 
     def kill(self) -> None:
@@ -115,7 +120,7 @@ class WorkerPool:
         with self._cond:
             while True:
                 if self._closed:
-                    raise WorkerError("worker pool is closed")
+                    raise WorkerDied("worker pool is closed")
                 if self._idle:
                     return self._idle.pop()
                 if self._count < self.size:
@@ -160,7 +165,7 @@ class WorkerPool:
         except (EOFError, OSError, BrokenPipeError) as e:
             w.kill()
             w = self._drop(w)
-            raise WorkerError(f"math worker died: {e!r}") from None
+            raise WorkerDied(f"math worker died: {e!r}") from None
         except WorkerError:
             w = self._drop(w)
             raise
