@@ -14,6 +14,7 @@ The layout, top floor first (docs/architecture.md draws it and says why)::
                           value model, online (GRPO/PPO) pieces, policy-gradient losses, SFT
     eval/                 generate + verify + score tasks, result files
     leaderboard/          tables and plots from result files (reads results only)
+    serve/                the HTTP reward server (``dapo-bench serve``) and the verify row format
     generation/           one Generator interface; hf and vllm backends
     tasks/                declarative task specs, rows, prompts, scoring through a verifier
     models                load / save / count a policy (generation and training both use it)
@@ -38,7 +39,8 @@ ALLOWED_IMPORTS: dict[str, tuple[str, ...]] = {
     "training": ("generation", "models", "verifiers"),
     "toy": ("training", "generation", "models", "eval"),
     "methods": ("training", "generation", "models", "eval", "tasks", "verifiers", "toy"),
+    "serve": ("verifiers",),
     "commands": ("methods", "training", "generation", "models", "eval", "tasks", "verifiers",
-                 "toy", "leaderboard"),
+                 "toy", "leaderboard", "serve"),
     "cli": ("commands",),
 }
