@@ -3,7 +3,7 @@ port, driven over HTTP. An OpenRLHF-shaped client gets the verifier's rewards; /
 what ``dapo-bench verify`` writes, item for item, on math and code items; every refusal (400,
 413, 429) is one line and the server answers afterwards; SIGTERM drains what is in flight and
 exits 0; a code worker SIGKILLed in the middle of a program is replaced and its item rerun,
-never lost and never passed.
+never lost and never passed (killed twice: /get_reward answers 503, not a reward of 0).
 """
 
 from __future__ import annotations
@@ -155,7 +155,7 @@ def test_an_openrlhf_client_gets_the_verifiers_rewards(server):
     assert code == 200, body
     want = [verify(r, g).reward for r, g in zip(responses, labels)]
     assert body["rewards"] == want == [1.0, 0.0, 1.0, 0.0, 1.0, 0.0]
-    assert body["scores"] == want and body["extra_logs"]["infrastructure_error"] == [0.0] * 6
+    assert body["scores"] == want and body["extra_logs"]["passed"] == want
     fenced = "Here it is:\n```python\nprint(int(input()) * 2)\n```\n"
     code, body, _ = server.post("/get_reward", {
         "query": ["P" + fenced, "P" + fenced.replace("* 2", "* 3")], "prompts": ["P", "P"],
@@ -220,34 +220,43 @@ def _ticks_since_boot() -> float:
         return float(f.read().split()[0]) * os.sysconf("SC_CLK_TCK")
 
 
-def _busy_code_worker(pids: list[int], since: float) -> int | None:
-    """The code worker that runs a program started after *since* (a live child under another
-    uid, in clock ticks since boot), if any."""
+def _status(pid) -> dict[str, str]:
+    with open(f"/proc/{pid}/status") as f:
+        return dict(ln.split(":", 1) for ln in f.read().splitlines() if ":" in ln)
+
+
+def _busy_code_worker(server_pid: int, since: float) -> int | None:
+    """The code worker (a child of the server) that runs a program started after *since* (a
+    live child under another uid; clock ticks since boot), if any."""
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
-            with open(f"/proc/{pid}/status") as f:
-                st = f.read()
+            st = _status(pid)
             with open(f"/proc/{pid}/stat") as f:
                 started = int(f.read().rsplit(")", 1)[1].split()[19])
-        except (OSError, IndexError, ValueError):
+            ppid = int(st["PPid"])
+            if st["Uid"].split()[0] != "0" and started >= since and \
+                    not st["State"].strip().startswith("Z") and \
+                    int(_status(ppid)["PPid"]) == server_pid:
+                return ppid
+        except (OSError, KeyError, IndexError, ValueError):
             continue
-        ppid = int(st.split("\nPPid:")[1].split()[0])
-        if ppid in pids and st.split("\nUid:")[1].split()[0] != "0" and started >= since \
-                and "\nState:\tZ" not in st:
-            return ppid
     return None
 
 
-def test_a_sigkilled_worker_is_replaced_and_its_item_rerun(server):
-    pids = server.get("/health")[1]["workers"]["code"]
-    before = server.metric("dapo_serve_worker_restarts_total")
-    items = [{"program": SLEEP_THEN.format(s=1.0).replace("* 2", "* 3"), "tests": STDIO}]
-    since = _ticks_since_boot() - 1
-    t, out = _in_background(lambda: server.post("/verify", {"verifier": "code", "items": items}))
-    busy: list = []
-    server.wait(lambda: busy.append(_busy_code_worker(pids, since)) or busy[-1],
+def _kill_when_running(server) -> int:
+    """SIGKILL the code worker that runs a program started from now on; its pid."""
+    since, busy = _ticks_since_boot() - 1, []
+    server.wait(lambda: busy.append(_busy_code_worker(server.proc.pid, since)) or busy[-1],
                 "a running program")
     os.kill(busy[-1], signal.SIGKILL)
+    return busy[-1]
+
+
+def test_a_sigkilled_worker_is_replaced_and_its_item_rerun(server):
+    before = server.metric("dapo_serve_worker_restarts_total")
+    items = [{"program": SLEEP_THEN.format(s=1.0).replace("* 2", "* 3"), "tests": STDIO}]
+    t, out = _in_background(lambda: server.post("/verify", {"verifier": "code", "items": items}))
+    killed = _kill_when_running(server)
     t.join(60)
     code, body, _ = out["r"]
     assert code == 200 and body["results"][0]["reason"] == "wrong_answer", body  # not lost,
@@ -255,9 +264,28 @@ def test_a_sigkilled_worker_is_replaced_and_its_item_rerun(server):
     server.wait(lambda: server.metric("dapo_serve_worker_restarts_total") > before,
                 "the restart counted")
     now = server.get("/health")[1]["workers"]["code"]
-    assert busy[-1] not in now and len(now) == 2, now
+    assert killed not in now and len(now) == 2, now
     code, body, _ = server.post("/verify", {"verifier": "code", "items": CODE[:2]})
     assert [r["passed"] for r in body["results"]] == [True, False]
+
+
+def test_a_reward_that_failed_twice_in_the_verifier_is_a_503_not_a_0(server):
+    """Its worker killed under the item and again under its rerun: OpenRLHF gets a status its
+    client retries on, not a reward of 0 that the policy would learn from."""
+    slow = "```python\n" + SLEEP_THEN.format(s=1.0) + "```"
+    t, out = _in_background(lambda: server.post("/get_reward", {
+        "query": ["P" + slow], "prompts": ["P"], "labels": [json.dumps(STDIO)],
+        "verifier": "code"}))
+    for _ in range(2):
+        _kill_when_running(server)
+    t.join(60)
+    code, body, headers = out["r"]
+    assert code == 503 and "failed in the verifier itself twice" in body["error"], body
+    assert headers["Retry-After"] == "1" and "rewards" not in body
+    code, body, _ = server.post("/get_reward", {"query": ["P" + slow], "prompts": ["P"],
+                                                "labels": [json.dumps(STDIO)],
+                                                "verifier": "code"})
+    assert code == 200 and body["rewards"] == [1.0], body
 
 
 def test_sigterm_finishes_in_flight_requests_and_exits_0():

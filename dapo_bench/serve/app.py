@@ -3,8 +3,9 @@ remote reward-model protocol), ``GET /health``, ``GET /metrics``.
 
 Every refusal is JSON ``{"error": "<one line>"}``: 400 for malformed JSON, a missing or
 mistyped field (named: ``items[3]: field 'gold' missing``), 413 for a body over the limit, 429
-with ``Retry-After`` when the admitted items would exceed the queue, 503 while the workers
-start. Verdicts come from :class:`~dapo_bench.serve.engine.Engine`; rows are
+with ``Retry-After`` when the admitted items would exceed the queue, 503 (``Retry-After``)
+from ``/get_reward`` when an item failed in the verifier itself twice (its reward would be a
+number a policy learns from; OpenRLHF's client retries) and from ``/health`` while starting. Verdicts come from :class:`~dapo_bench.serve.engine.Engine`; rows are
 :func:`~dapo_bench.serve.rows.verdict_row`, as ``dapo-bench verify`` writes them.
 
 Not here: worker management (``engine``), the command line (``commands/serve.py``).
@@ -171,9 +172,14 @@ def build_app(settings: Settings) -> Starlette:
                         raise Refused(400, f"labels[{i}]: not a JSON tests object ({e.msg})")
             rows.append(check_item(f"labels[{i}]", verifier, {pf: response, gf: label}, pf, gf))
         verdicts = await verified(verifier, rows)
+        broken = [i for i, v in enumerate(verdicts) if infrastructure_error(v)]
+        if broken:  # a reward is a number: a 0 here would be learned from, so nothing is
+            i = broken[0]
+            raise Refused(503, f"{len(broken)} item(s) failed in the verifier itself twice "
+                          f"(first: labels[{i}], {verdicts[i].reason}); nothing graded, retry",
+                          "infrastructure")
         rewards = [v.reward for v in verdicts]
         flags = {"passed": rewards,
-                 "infrastructure_error": [float(infrastructure_error(v)) for v in verdicts],
                  "truncated": [float(v.reason == "truncated") for v in verdicts],
                  "no_answer": [float(v.reason == "no_answer") for v in verdicts]}
         return {"rewards": rewards, "scores": list(rewards), "extra_logs": flags,
@@ -196,7 +202,7 @@ def build_app(settings: Settings) -> Starlette:
             except (Refused, UserError) as e:
                 ref = e if isinstance(e, Refused) else Refused(400, str(e))
                 metrics.rejected.labels(ref.why).inc()
-                if ref.status == 429:
+                if ref.status in (429, 503):
                     headers["Retry-After"] = str(settings.retry_after_s)
                 resp = JSONResponse({"error": ref.message}, ref.status, headers=headers)
             finally:
