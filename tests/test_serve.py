@@ -41,7 +41,8 @@ class Server:
                 raise AssertionError(f"server did not start: {self.proc.stderr.read()[-2000:]}")
             line = self.proc.stdout.readline()
         self.url = line.split("listening on ")[1].strip()
-        assert self.get("/health")[0] == 200
+        code, health = self.get("/health")
+        assert code == 200 and health["code_sandbox"] == "ok", health
 
     def request(self, path: str, data: bytes | None = None, timeout: float = 60):
         req = urllib.request.Request(self.url + path, data=data,

@@ -14,6 +14,7 @@ Not here: worker management (``engine``), the command line (``commands/serve.py`
 from __future__ import annotations
 
 import json
+import sys
 import time
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -80,6 +81,9 @@ def build_app(settings: Settings) -> Starlette:
 
         engine = Engine(settings.workers, settings.timeout, settings.queue_size, metrics)
         await asyncio.get_running_loop().run_in_executor(None, engine.start)
+        if engine.code_problem:
+            print(f"dapo-bench serve: warning: the code sandbox cannot grade "
+                  f"({engine.code_problem}); see 'dapo-bench sandbox check'", file=sys.stderr)
         state["engine"] = engine
         try:
             yield
@@ -190,7 +194,7 @@ def build_app(settings: Settings) -> Starlette:
         if engine is None:
             raise Refused(503, "starting or stopping")
         return {"status": "ok", "workers": engine.worker_pids(),
-                "queue_items": engine.admitted}
+                "queue_items": engine.admitted, "code_sandbox": engine.code_problem or "ok"}
 
     def endpoint(name: str, handler):
         async def wrapped(request: Request) -> Response:

@@ -53,6 +53,7 @@ class Engine:
         self._math_exec = ThreadPoolExecutor(workers + 1, thread_name_prefix="math")
         self._code_exec = ThreadPoolExecutor(workers, thread_name_prefix="code")
         self.admitted = 0
+        self.code_problem: str | None = None  # why the code sandbox cannot grade, if it cannot
         self._pids: dict[int, str] = {}
         self._pids_lock = threading.Lock()
         self._stop = threading.Event()
@@ -61,10 +62,13 @@ class Engine:
     def start(self) -> None:
         """Start every worker now (sympy imported, sandbox probed), in parallel."""
         hello = ("print(1)", {"inputs": [""], "outputs": ["1\n"]})
-        jobs = [self._math_exec.submit(self.math.warm)]
-        jobs += [self._code_exec.submit(lane.verify, *hello) for lane in self._all_lanes]
-        for j in jobs:
-            j.result()
+        warm = self._math_exec.submit(self.math.warm)
+        hellos = [self._code_exec.submit(lane.verify, *hello) for lane in self._all_lanes]
+        warm.result()
+        for h in hellos:
+            v = h.result()
+            if not v.passed:  # e.g. not isolated: every code verdict would be sandbox_error
+                self.code_problem = (v.details.get("first_failure") or {}).get("error", v.reason)
         for lane in self._all_lanes:
             self._lanes.put(lane)
         self._scan()
