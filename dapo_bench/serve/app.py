@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+import traceback
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
@@ -209,6 +210,12 @@ def build_app(settings: Settings) -> Starlette:
                 if ref.status in (429, 503):
                     headers["Retry-After"] = str(settings.retry_after_s)
                 resp = JSONResponse({"error": ref.message}, ref.status, headers=headers)
+            except Exception as e:  # noqa: BLE001  (a bug of ours: a line to the client, the trace
+                # to stderr)
+                traceback.print_exc()
+                metrics.rejected.labels("internal").inc()
+                msg = f"internal error: {type(e).__name__}: {e}".splitlines()[0][:300]
+                resp = JSONResponse({"error": msg}, 500)
             finally:
                 metrics.in_flight.dec()
             metrics.requests.labels(name, str(resp.status_code)).inc()

@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import os
 import queue
+import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
@@ -37,6 +38,30 @@ WORKER_CMDS = {"dapo_bench.verifiers.math.serve": "math", "dapo_bench.verifiers.
                "code"}
 
 
+def serialize_ast_parse() -> None:
+    """Make this process's ``ast.parse`` calls take turns (once; Python < 3.13).
+
+    CPython before 3.13 keeps the AST constructor's recursion depth per interpreter, not per
+    thread: two threads in ``ast.parse`` at once (a garbage collection mid-parse lets another
+    thread run) can fail with ``SystemError: AST constructor recursion depth mismatch``
+    (python/cpython gh-106905). The server parses test code in several threads (the event loop
+    validating a request, every code lane in ``CodeVerifier.verify``): bench/serve_load.py met
+    it once in 45,000 items, as a 500. The CLI parses in one thread and is not affected.
+    """
+    import ast
+
+    if sys.version_info >= (3, 13) or getattr(ast.parse, "serialized", False):
+        return
+    parse, lock = ast.parse, threading.Lock()
+
+    def serialized(*args, **kwargs):
+        with lock:
+            return parse(*args, **kwargs)
+
+    serialized.serialized = True
+    ast.parse = serialized
+
+
 def infrastructure_error(v: Verdict) -> bool:
     """Whether the verifying machinery failed (not the candidate): worth one rerun."""
     return v.reason in INFRA_REASONS or (v.details or {}).get("rule") == "worker error"
@@ -45,6 +70,7 @@ def infrastructure_error(v: Verdict) -> bool:
 class Engine:
     def __init__(self, workers: int, timeout: float | None, queue_size: int,
                  metrics: Metrics) -> None:
+        serialize_ast_parse()
         self.workers, self.queue_size, self.metrics = workers, queue_size, metrics
         opts = {} if timeout is None else {"timeout": timeout}
         self.math = MathVerifier(workers=workers, **opts)

@@ -3,9 +3,9 @@
 Names (all prefixed ``dapo_serve_``): ``requests_total{endpoint,code}``,
 ``request_seconds{endpoint}`` (histogram), ``items_total{verifier}``,
 ``verdicts_total{verifier,reason}``, ``queue_items`` (items admitted and not yet answered),
-``in_flight_requests``, ``rejected_total{why}`` (queue_full, too_large, bad_request, infrastructure),
-``items_rerun_total{verifier}`` (items whose verdict was an infrastructure error and were
-run again), ``worker_restarts_total{verifier}`` (verifier worker processes that ended while
+``in_flight_requests``, ``rejected_total{why}`` (queue_full, too_large, bad_request,
+infrastructure, internal), ``items_rerun_total{verifier}`` (items whose verdict was an
+infrastructure error and were run again), ``worker_restarts_total{verifier}`` (verifier worker processes that ended while
 the server ran; each verifier replaces its worker on next use).
 """
 
