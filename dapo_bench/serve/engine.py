@@ -27,11 +27,10 @@ import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
+from dapo_bench.serve.metrics import Metrics
 from dapo_bench.verifiers.base import Verdict
 from dapo_bench.verifiers.code import CodeVerifier
 from dapo_bench.verifiers.math import MathVerifier
-
-from dapo_bench.serve.metrics import Metrics
 
 INFRA_REASONS = ("sandbox_error", "checker_crashed")
 WORKER_CMDS = {"dapo_bench.verifiers.math.serve": "math", "dapo_bench.verifiers.code.worker":
