@@ -18,6 +18,7 @@ The layout, top floor first (docs/architecture.md draws it and says why)::
                           value model, online (GRPO/PPO) pieces, policy-gradient losses, SFT
     eval/                 generate + verify + score tasks, result files
     leaderboard/          tables and plots from result files (reads results only)
+    serve/                the HTTP reward server (``dapo-bench serve``) and the verify row format
     generation/           one Generator interface; hf and vllm backends
     tasks/                task specs parsed, rows, prompts, scoring through a verifier (the
                           YAML specs are data: the repository's tasks/, dapo_bench.task_specs)
@@ -48,9 +49,10 @@ ALLOWED_IMPORTS: dict[str, tuple[str, ...]] = {
     "training": ("generation", "models", "verifiers"),
     "toy": ("training", "generation", "models", "eval"),
     "methods": ("training", "generation", "models", "eval", "tasks", "verifiers", "toy"),
+    "serve": ("verifiers",),
     "run": ("methods", "training", "generation", "models", "eval", "tasks", "verifiers"),
     "commands": ("run", "methods", "training", "generation", "models", "eval", "tasks",
-                 "verifiers", "toy", "leaderboard", "rewards"),
+                 "verifiers", "toy", "leaderboard", "rewards", "serve"),
     "cli": ("commands",),
     "launch": (),
 }

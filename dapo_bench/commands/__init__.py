@@ -12,4 +12,5 @@ COMMAND_MODULES = (
     "dapo_bench.commands.train",
     "dapo_bench.commands.leaderboard",
     "dapo_bench.commands.audit",
+    "dapo_bench.commands.serve",
 )

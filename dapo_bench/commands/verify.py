@@ -54,6 +54,7 @@ def register(app: typer.Typer) -> None:
         """Verify predictions against gold answers (math) or tests (code)."""
         from dapo_bench.errors import UserError
         from dapo_bench.io import atomic_write_jsonl, check_out_file, iter_jsonl_lines
+        from dapo_bench.serve.rows import check_item, verdict_row
         from dapo_bench.verifiers.base import VERIFIERS
 
         cls = VERIFIERS.get(verifier)
@@ -65,23 +66,10 @@ def register(app: typer.Typer) -> None:
             check_out_file(out, inputs=[file])
         preds, golds, finished = [], [], []
         for i, row in iter_jsonl_lines(file):
-            for f in (pf, gf):
-                if f not in row:
-                    raise UserError(f"{file}:{i}: field {f!r} missing")
-            _check_type(file, i, pf, row[pf], str if verifier == "code" else (str, int, float))
-            if verifier == "math":
-                _check_type(file, i, gf, row[gf], (str, int, float))
-            elif verifier == "code":  # malformed tests: FILE:LINE, as the math checks say it
-                from dapo_bench.verifiers.code.formats import parse_tests
-
-                parse_tests(row[gf], f"{file}:{i}: field {gf!r}")
-            reason = row.get("finish_reason", "stop")
-            if reason not in ("stop", "length"):
-                raise UserError(f"{file}:{i}: field 'finish_reason' must be \"stop\" or "
-                                f"\"length\", got {json.dumps(reason)[:40]}")
-            preds.append(row[pf])
-            golds.append(row[gf])
-            finished.append(reason == "stop")
+            pred, gold, done = check_item(f"{file}:{i}", verifier, row, pf, gf)
+            preds.append(pred)
+            golds.append(gold)
+            finished.append(done)
         opts = {k: v for k, v in (("timeout", timeout), ("workers", workers)) if v is not None}
         v = cls(**opts)
         t0 = time.perf_counter()
@@ -90,31 +78,13 @@ def register(app: typer.Typer) -> None:
         finally:
             v.close()
         wall = time.perf_counter() - t0
-        out_rows = [_row(i, vd, explain) for i, vd in enumerate(verdicts)]
+        out_rows = [verdict_row(i, vd, explain) for i, vd in enumerate(verdicts)]
         if out is not None:
             atomic_write_jsonl(out, out_rows)
         else:
             for r in out_rows:
                 sys.stdout.write(json.dumps(r, ensure_ascii=False) + "\n")
         _summary(verifier, verdicts, wall)
-
-    def _check_type(file: Path, line: int, field: str, value, kinds) -> None:
-        from dapo_bench.errors import UserError
-
-        if isinstance(value, bool) or not isinstance(value, kinds):
-            want = "a string" if kinds is str else "a string or a number"
-            raise UserError(f"{file}:{line}: field {field!r} must be {want}, got "
-                            f"{type(value).__name__} {json.dumps(value)[:40]}")
-
-    def _row(i: int, vd, explain: bool) -> dict:
-        row = {"index": i, **vd.to_dict()}
-        details = dict(row.pop("details") or {})
-        why = {k: details.pop(k) for k in ("answer_from", "rule") if k in details}
-        if explain:
-            row.update(why)
-        if details:
-            row["details"] = details
-        return row
 
     def _summary(name: str, verdicts: list, wall: float) -> None:
         from rich.console import Console

@@ -1,0 +1,108 @@
+"""``dapo-bench serve``: the verifiers as an HTTP reward server (uvicorn + Starlette).
+
+Loopback only unless ``--allow-remote`` is given with a non-loopback ``--host``; see
+docs/serve.md for the endpoints, error codes and metrics. SIGTERM (or Ctrl-C) stops
+accepting, finishes the requests in flight, stops the workers; SIGTERM then exits 0.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from dapo_bench.commands.common import examples
+
+EXAMPLES = examples(
+    "dapo-bench serve                                  # 127.0.0.1:8000, all cores",
+    "dapo-bench serve --port 5000 --workers 4 --verifier code   # /get_reward grades code",
+    "dapo-bench serve --host 0.0.0.0 --allow-remote    # reachable from other machines",
+)
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("serve", epilog=EXAMPLES)
+    def serve_cmd(
+        host: Annotated[str, typer.Option(
+            help="address to listen on; other than loopback only with --allow-remote")
+        ] = "127.0.0.1",
+        port: Annotated[int, typer.Option(help="TCP port (0: any free port, printed)")] = 8000,
+        workers: Annotated[int | None, typer.Option(
+            help="verifier worker processes per verifier: N sympy workers and N code-sandbox "
+                 "workers (default: all cores)")] = None,
+        verifier: Annotated[str, typer.Option(
+            help="/get_reward's verifier when a request names none: math | code")] = "math",
+        timeout: Annotated[float | None, typer.Option(
+            help="seconds per item, as 'dapo-bench verify --timeout' (verifier's default)")
+        ] = None,
+        queue_size: Annotated[int, typer.Option(
+            help="items admitted at once; a request over it gets 429 + Retry-After")] = 4096,
+        max_body_bytes: Annotated[int, typer.Option(
+            help="largest request body; a larger one gets 413")] = 16 << 20,
+        allow_remote: Annotated[bool, typer.Option(
+            help="allow a non-loopback --host (the server has no authentication)")] = False,
+    ) -> None:
+        """Serve the verifiers over HTTP: /verify, /get_reward (OpenRLHF), /health, /metrics.
+
+        \b
+        curl -s localhost:8000/verify -d '{"verifier": "math",
+          "items": [{"prediction": "so x = 2", "gold": "2"}]}'
+        OpenRLHF: --remote_rm_url http://127.0.0.1:8000/get_reward
+        (body {"query", "prompts", "labels"}; answer {"rewards", "scores", "extra_logs"})
+        Endpoints, error codes and metrics: docs/serve.md.
+        """
+        import os
+        import signal
+
+        from dapo_bench.errors import UserError
+
+        if host not in LOOPBACK and not allow_remote:
+            raise UserError(f"--host {host} is not loopback: the server has no authentication; "
+                            "pass --allow-remote to listen there anyway")
+        if verifier not in ("math", "code"):
+            raise UserError(f"--verifier must be math or code, got {verifier!r}")
+        for flag, val in (("--workers", workers), ("--timeout", timeout),
+                          ("--queue-size", queue_size), ("--max-body-bytes", max_body_bytes)):
+            if val is not None and val <= 0:
+                raise UserError(f"{flag} must be > 0, got {val:g}")
+        if not 0 <= port <= 65535:
+            raise UserError(f"--port must be in 0..65535, got {port}")
+        try:
+            import uvicorn
+
+            from dapo_bench.serve.app import Settings, build_app
+        except ImportError as e:
+            raise UserError(f"dapo-bench serve needs the serve extra: pip install "
+                            f"'dapo-bench[serve]' ({e})") from None
+        settings = Settings(workers=workers or os.cpu_count() or 1, timeout=timeout,
+                            queue_size=queue_size, max_body_bytes=max_body_bytes,
+                            verifier=verifier)
+        config = uvicorn.Config(build_app(settings), host=host, port=port, workers=1,
+                                log_level="warning", access_log=False, lifespan="on",
+                                timeout_graceful_shutdown=None)
+        server = uvicorn.Server(config)
+        # uvicorn re-raises a captured SIGTERM after its graceful shutdown; with this handler
+        # in place that ends here, and the command exits 0 (SIGINT keeps its Ctrl-C exit)
+        signal.signal(signal.SIGTERM, lambda *_: None)
+        _announce(server)
+        server.run()
+        if not server.started:
+            raise UserError(f"could not serve on {host}:{port} (see the message above)")
+
+    def _announce(server) -> None:
+        """Print the address once listening (port 0 resolves to the port the OS chose)."""
+        import sys
+
+        startup = server.startup
+
+        async def startup_and_say(sockets=None):
+            await startup(sockets=sockets)
+            if server.started:
+                for s in server.servers:
+                    for sock in s.sockets:
+                        host, port = sock.getsockname()[:2]
+                        sys.stdout.write(f"dapo-bench serve: listening on http://{host}:{port}\n")
+                        sys.stdout.flush()
+
+        server.startup = startup_and_say

@@ -1,0 +1,233 @@
+"""The HTTP app (Starlette, run by uvicorn): ``POST /verify``, ``POST /get_reward`` (OpenRLHF's
+remote reward-model protocol), ``GET /health``, ``GET /metrics``.
+
+Every refusal is JSON ``{"error": "<one line>"}``: 400 for malformed JSON, a missing or
+mistyped field (named: ``items[3]: field 'gold' missing``), 413 for a body over the limit, 429
+with ``Retry-After`` when the admitted items would exceed the queue, 503 (``Retry-After``)
+from ``/get_reward`` when an item failed in the verifier itself twice (its reward would be a
+number a policy learns from; OpenRLHF's client retries) and from ``/health`` while starting. Verdicts come from :class:`~dapo_bench.serve.engine.Engine`; rows are
+:func:`~dapo_bench.serve.rows.verdict_row`, as ``dapo-bench verify`` writes them.
+
+Not here: worker management (``engine``), the command line (``commands/serve.py``).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+import traceback
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from dapo_bench.errors import UserError
+from dapo_bench.serve.engine import Engine, infrastructure_error
+from dapo_bench.serve.metrics import Metrics
+from dapo_bench.serve.rows import check_item, verdict_row
+
+VERIFIERS = {"math": ("prediction", "gold"), "code": ("program", "tests")}
+OPTIONS = ("explain",)
+
+
+@dataclass(frozen=True)
+class Settings:
+    workers: int = 2
+    timeout: float | None = None  # seconds per item (the verifiers' own default)
+    queue_size: int = 4096  # items admitted at once
+    max_body_bytes: int = 16 << 20
+    verifier: str = "math"  # /get_reward's default
+    retry_after_s: int = 1
+
+
+class Refused(Exception):
+    def __init__(self, status: int, message: str, why: str = "bad_request") -> None:
+        super().__init__(message)
+        self.status, self.message, self.why = status, message, why
+
+
+def _field(body: dict, name: str, kind: type, what: str):
+    if name not in body:
+        raise Refused(400, f"field {name!r} missing")
+    value = body[name]
+    if not isinstance(value, kind) or isinstance(value, bool):
+        raise Refused(400, f"field {name!r} must be {what}, got {type(value).__name__}")
+    return value
+
+
+def _verifier(name) -> str:
+    if name not in VERIFIERS:
+        raise Refused(400, f"field 'verifier' must be one of {', '.join(VERIFIERS)}, got "
+                      f"{json.dumps(name)[:40]}")
+    return name
+
+
+def strip_prompt(query: str, prompt: str | None) -> str:
+    """The response: *query* less its *prompt* prefix (the whole query without a prompt, or
+    when the prompt is not its prefix)."""
+    return query[len(prompt):] if prompt and query.startswith(prompt) else query
+
+
+def build_app(settings: Settings) -> Starlette:
+    metrics = Metrics()
+    state: dict = {}
+
+    @asynccontextmanager
+    async def lifespan(app):
+        import asyncio
+
+        engine = Engine(settings.workers, settings.timeout, settings.queue_size, metrics)
+        await asyncio.get_running_loop().run_in_executor(None, engine.start)
+        if engine.code_problem:
+            print(f"dapo-bench serve: warning: the code sandbox cannot grade "
+                  f"({engine.code_problem}); see 'dapo-bench sandbox check'", file=sys.stderr)
+        state["engine"] = engine
+        try:
+            yield
+        finally:
+            state.pop("engine")
+            engine.close()
+
+    async def read_body(request: Request) -> dict:
+        size = request.headers.get("content-length", "")
+        if size.isdigit() and int(size) > settings.max_body_bytes:
+            raise Refused(413, f"body of {size} bytes over the limit of "
+                          f"{settings.max_body_bytes} (--max-body-bytes)", "too_large")
+        chunks, n = [], 0
+        async for chunk in request.stream():
+            n += len(chunk)
+            if n > settings.max_body_bytes:
+                raise Refused(413, f"body over the limit of {settings.max_body_bytes} bytes "
+                              "(--max-body-bytes)", "too_large")
+            chunks.append(chunk)
+        try:
+            body = json.loads(b"".join(chunks))
+        except json.JSONDecodeError as e:
+            raise Refused(400, f"malformed JSON: {e.msg} at line {e.lineno} column {e.colno}")
+        except UnicodeDecodeError:
+            raise Refused(400, "malformed JSON: the body is not UTF-8") from None
+        if not isinstance(body, dict):
+            raise Refused(400, f"the body must be a JSON object, got {type(body).__name__}")
+        return body
+
+    async def verified(verifier: str, rows: list[tuple]) -> list:
+        engine: Engine = state["engine"]
+        if not engine.admit(len(rows)):
+            raise Refused(429, f"queue full ({engine.admitted} items admitted, limit "
+                          f"{engine.queue_size}); retry later", "queue_full")
+        try:
+            preds, golds, finished = (list(x) for x in zip(*rows)) if rows else ([], [], [])
+            return await engine.run(verifier, preds, golds, finished)
+        finally:
+            engine.release(len(rows))
+
+    async def verify(request: Request) -> dict:
+        body = await read_body(request)
+        verifier = _verifier(_field(body, "verifier", str, "a string"))
+        items = _field(body, "items", list, "a list")
+        options = body.get("options") or {}
+        if not isinstance(options, dict):
+            raise Refused(400, f"field 'options' must be an object, got {type(options).__name__}")
+        unknown = sorted(set(options) - set(OPTIONS))
+        if unknown:
+            raise Refused(400, f"options: unknown {', '.join(unknown)} (known: "
+                          f"{', '.join(OPTIONS)}; the time limit is the server's --timeout)")
+        explain = options.get("explain", False)
+        if not isinstance(explain, bool):
+            raise Refused(400, "field 'options.explain' must be true or false")
+        pf, gf = VERIFIERS[verifier]
+        rows = []
+        for i, item in enumerate(items):
+            if not isinstance(item, dict):
+                raise Refused(400, f"items[{i}]: must be an object, got {type(item).__name__}")
+            rows.append(check_item(f"items[{i}]", verifier, item, pf, gf))
+        verdicts = await verified(verifier, rows)
+        return {"results": [verdict_row(i, v, explain) for i, v in enumerate(verdicts)]}
+
+    async def get_reward(request: Request) -> dict:
+        body = await read_body(request)
+        queries = _field(body, "query", list, "a list")
+        labels = _field(body, "labels", list, "a list")
+        prompts = body.get("prompts")
+        if prompts is not None and not isinstance(prompts, list):
+            raise Refused(400, f"field 'prompts' must be a list, got {type(prompts).__name__}")
+        prompts = prompts or [None] * len(queries)
+        if not len(queries) == len(labels) == len(prompts):
+            raise Refused(400, f"fields 'query', 'prompts', 'labels' differ in length "
+                          f"({len(queries)}, {len(prompts)}, {len(labels)})")
+        verifier = _verifier(body.get("verifier", settings.verifier))
+        pf, gf = VERIFIERS[verifier]
+        rows = []
+        for i, (q, p, label) in enumerate(zip(queries, prompts, labels)):
+            if not isinstance(q, str) or not (p is None or isinstance(p, str)):
+                raise Refused(400, f"query[{i}] and prompts[{i}] must be strings")
+            response = strip_prompt(q, p)
+            if verifier == "code":
+                from dapo_bench.verifiers.code import extract_code
+
+                response = extract_code(response)
+                if isinstance(label, str):
+                    try:
+                        label = json.loads(label)
+                    except json.JSONDecodeError as e:
+                        raise Refused(400, f"labels[{i}]: not a JSON tests object ({e.msg})")
+            rows.append(check_item(f"labels[{i}]", verifier, {pf: response, gf: label}, pf, gf))
+        verdicts = await verified(verifier, rows)
+        broken = [i for i, v in enumerate(verdicts) if infrastructure_error(v)]
+        if broken:  # a reward is a number: a 0 here would be learned from, so nothing is
+            i = broken[0]
+            raise Refused(503, f"{len(broken)} item(s) failed in the verifier itself twice "
+                          f"(first: labels[{i}], {verdicts[i].reason}); nothing graded, retry",
+                          "infrastructure")
+        rewards = [v.reward for v in verdicts]
+        flags = {"passed": rewards,
+                 "truncated": [float(v.reason == "truncated") for v in verdicts],
+                 "no_answer": [float(v.reason == "no_answer") for v in verdicts]}
+        return {"rewards": rewards, "scores": list(rewards), "extra_logs": flags,
+                "reasons": [v.reason for v in verdicts]}
+
+    async def health(request: Request) -> dict:
+        engine: Engine | None = state.get("engine")
+        if engine is None:
+            raise Refused(503, "starting or stopping")
+        return {"status": "ok", "workers": engine.worker_pids(),
+                "queue_items": engine.admitted, "code_sandbox": engine.code_problem or "ok"}
+
+    def endpoint(name: str, handler):
+        async def wrapped(request: Request) -> Response:
+            t0 = time.perf_counter()
+            metrics.in_flight.inc()
+            headers = {}
+            try:
+                resp = JSONResponse(await handler(request))
+            except (Refused, UserError) as e:
+                ref = e if isinstance(e, Refused) else Refused(400, str(e))
+                metrics.rejected.labels(ref.why).inc()
+                if ref.status in (429, 503):
+                    headers["Retry-After"] = str(settings.retry_after_s)
+                resp = JSONResponse({"error": ref.message}, ref.status, headers=headers)
+            except Exception as e:  # noqa: BLE001  (a bug of ours: a line to the client, the trace
+                # to stderr)
+                traceback.print_exc()
+                metrics.rejected.labels("internal").inc()
+                msg = f"internal error: {type(e).__name__}: {e}".splitlines()[0][:300]
+                resp = JSONResponse({"error": msg}, 500)
+            finally:
+                metrics.in_flight.dec()
+            metrics.requests.labels(name, str(resp.status_code)).inc()
+            metrics.latency.labels(name).observe(time.perf_counter() - t0)
+            return resp
+        return wrapped
+
+    async def metrics_page(request: Request) -> Response:
+        return Response(metrics.render(), media_type=metrics.content_type)
+
+    routes = [Route("/verify", endpoint("verify", verify), methods=["POST"]),
+              Route("/get_reward", endpoint("get_reward", get_reward), methods=["POST"]),
+              Route("/health", endpoint("health", health), methods=["GET"]),
+              Route("/metrics", metrics_page, methods=["GET"])]
+    return Starlette(routes=routes, lifespan=lifespan)
