@@ -47,9 +47,11 @@ MAX_FACTORIAL = 5000
 # (name, power). A form is a dict key -> nonzero Fraction.
 _ONE = ((), 0, 1)
 _TOKEN = re.compile(r"\d+(?:\.\d+)?|\\[a-zA-Z]+|[a-zA-Z]|\*\*|[-+*/^(){}!_]")
-_GREEK = frozenset("alpha beta gamma delta epsilon varepsilon zeta eta theta vartheta iota "
-                   "kappa lambda mu nu xi rho sigma tau upsilon phi varphi chi psi omega "
-                   "Gamma Delta Theta Lambda Xi Sigma Phi Psi Omega".split())
+_GREEK = frozenset({
+    "alpha", "beta", "gamma", "delta", "epsilon", "varepsilon", "zeta", "eta", "theta",
+    "vartheta", "iota", "kappa", "lambda", "mu", "nu", "xi", "rho", "sigma", "tau", "upsilon",
+    "phi", "varphi", "chi", "psi", "omega", "Gamma", "Delta", "Theta", "Lambda", "Xi", "Sigma",
+    "Phi", "Psi", "Omega"})
 _MUL = frozenset({"*", "\\cdot", "\\times"})
 _DIV = frozenset({"/", "\\div"})
 _PRIMES = [p for p in range(2, 10**4) if all(p % q for q in range(2, isqrt(p) + 1))]
