@@ -25,14 +25,15 @@ they are algebraically independent is not known.
 NOT read (None: the sympy path decides): decimals other than ``n.0``, ``\\sqrt`` of anything
 but a rational constant, ``\\sqrt[n]{}``, fractional or symbolic exponents, division by a
 sum or by a variable, functions (``\\sin``, ``\\log``, ``f(x)``: a letter before ``(`` may be
-a function), ``\\infty``, relations, anything ambiguous (``x2``, ``x^23``, ``1/2x``).
-Bounded: at most MAX_TERMS terms, exponents up to MAX_EXP (constants) / MAX_DEGREE (with
-variables), radicands up to 10^12.
+a function), ``\\infty``, relations, anything ambiguous (``x2``, ``1/2x``).
+Bounded: at most MAX_TERMS terms, MAX_WORK term products in all, exponents up to MAX_EXP
+(constants) / MAX_DEGREE (with variables), radicands up to 10^12, ``n!`` up to 5000!.
 """
 
 from __future__ import annotations
 
 import re
+import threading
 from fractions import Fraction
 from functools import lru_cache
 from math import factorial, gcd, isqrt
@@ -42,6 +43,8 @@ MAX_DEGREE = 64
 MAX_EXP = 1000
 MAX_RADICAND = 10**12
 MAX_FACTORIAL = 5000
+MAX_WORK = 10000  # term products per value: bounds the time of one reading (tens of ms)
+_WORK = threading.local()
 
 # A term key: (monomial, s, m) for  monomial * i^s * sqrt(m); monomial is a sorted tuple of
 # (name, power). A form is a dict key -> nonzero Fraction.
@@ -69,6 +72,7 @@ def canonical(s: str) -> tuple | None:
     toks = _TOKEN.findall(s)
     if "".join(toks) != s.replace(" ", ""):
         return None  # a character the tokenizer does not know
+    _WORK.left = MAX_WORK
     try:
         p = _Parser(toks)
         form = p.expr()
@@ -107,6 +111,9 @@ def _mono_mul(m1: tuple, m2: tuple) -> tuple:
 
 
 def _mul(a: dict, b: dict) -> dict:
+    _WORK.left -= len(a) * len(b)
+    if _WORK.left < 0:
+        raise _No
     out: dict = {}
     for (m1, s1, r1), c1 in a.items():
         for (m2, s2, r2), c2 in b.items():
@@ -238,10 +245,10 @@ class _Parser:
             tok = self.peek()
             if tok in ("{", "("):
                 e = self.group()
-            elif tok is not None and tok.isdigit() and len(tok) == 1:
-                e = {_ONE: Fraction(int(self.take()))}
+            elif tok is not None and tok.isdigit():
+                e = {_ONE: Fraction(int(self.take()))}  # x^10 is x**10, as latex2sympy reads it
             else:
-                raise _No  # x^23 (LaTeX reads x^2 3), x^-1, x^\pi
+                raise _No  # x^-1, x^\pi, x^2.5
             if len(e) != 1 or _ONE not in e or e[_ONE].denominator != 1:
                 raise _No  # only integer exponents
             base = _pow(base, int(e[_ONE]))

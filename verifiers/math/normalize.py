@@ -37,7 +37,8 @@ _UNICODE = {
     "\u2212": "-", "\u2013": "-", "\u00d7": r"\times ", "\u22c5": r"\cdot ", "\u00b7": r"\cdot ",
     "\u00b0": "", "\u03c0": r"\pi ", "\u221e": r"\infty ", "\u221a": r"\sqrt", "\u2264": r"\le ",
     "\u2265": r"\ge ", "\u2260": r"\ne ", "\u00a0": " ", "\u2009": " ", "\u202f": " ",
-    "\u00bd": r"\frac{1}{2}", "\u222a": r"\cup ", "\u2208": r"\in ", "\u00f7": r"\div ",
+    "\u00bd": r"\frac{1}{2}", "\u00b2": "^2", "\u00b3": "^3",
+    "\u222a": r"\cup ", "\u2208": r"\in ", "\u00f7": r"\div ",
 }
 _UNICODE_RE = re.compile("|".join(map(re.escape, _UNICODE)))
 
