@@ -43,7 +43,7 @@ MAX_DEGREE = 64
 MAX_EXP = 1000
 MAX_RADICAND = 10**12
 MAX_FACTORIAL = 5000
-MAX_WORK = 10000  # term products per value: bounds the time of one reading (tens of ms)
+MAX_WORK = 4000  # term products per value: bounds the time of one reading (tens of ms)
 _WORK = threading.local()
 
 # A term key: (monomial, s, m) for  monomial * i^s * sqrt(m); monomial is a sorted tuple of
