@@ -34,6 +34,8 @@ PLAIN_TEXT = [  # gold, prediction, equal (class 5)
     (r"(0,\infty)", "(0, oo)", T), (r"(0,\infty)", "[0, oo)", F),
     ("3+4i", "(3+4j)", T), ("3+4i", "3-4j", F), ("2i", "2*I", T), ("14-i", "14 - I", T),
     ("-1", "II", F),  # a roman numeral, not i*i
+    (r"\sqrt{2}i", "sqrt(2)*I", T), (r"\pi i", "pi*I", T), ("x+i", "x+I", F),  # I: a name
+    (r"\sqrt{3}", "sqrt3", T), (r"2\sqrt{3}", "2sqrt 3", T),
     (r"\ln 2", "log(2)", T), (r"\ln 2", "log(3)", F), (r"\sin x", "sin(x)", T),
     ("e^{x}", "exp(x)", T), ("e^{x}", "exp(-x)", F), ("1024", "2^10", T),
     # a decimal prediction against an irrational gold: today's rule, whatever the spelling
@@ -67,6 +69,12 @@ TINY = [  # class 7: tiny values compare exactly or relatively
 @pytest.fixture(scope="module")
 def mv():
     with MathVerifier(workers=1, mode="answer") as v:
+        yield v
+
+
+@pytest.fixture(scope="module")
+def short_deadline():
+    with MathVerifier(workers=1, mode="answer", timeout=1.0) as v:
         yield v
 
 
@@ -154,3 +162,18 @@ def test_exact_agrees_with_sympy_on_random_pairs():
 def test_parse_number_reads_mixed_numbers_only_as_written():
     assert parse_number(r"4\frac{4}{9}").value * 9 == 40
     assert parse_number("4 4/9") is None  # a spaced form is rewritten by clean(), not here
+
+
+HOSTILE = [
+    "sqrt(" * 600 + "2",  # unclosed calls
+    "sqrt(" * 40 + "2" + ")" * 40,  # nested calls (the depth limit is 48)
+    "sqrt(2)" * 500, "x**" * 1000 + "2", "exp(" * 45 + "1" + ")" * 45,
+    "(x+y+z+w+v)^{60}", r"\frac{1}{(x+y+z)^{64}}", "5000!", r"(\sqrt{2}+\sqrt{3}+\sqrt{5})^{999}",
+]
+
+
+@pytest.mark.parametrize("pred", HOSTILE, ids=[f"hostile{i}" for i in range(len(HOSTILE))])
+def test_hostile_plain_text_and_exact_forms_are_bounded(short_deadline, pred):
+    v = short_deadline.verify(pred, "5")
+    assert not v.passed and v.reason in ("wrong_answer", "too_large", "timeout", "parse_error")
+    assert v.seconds < 5

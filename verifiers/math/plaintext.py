@@ -6,22 +6,22 @@ Models often answer in the notation of a calculator or of Python/SymPy: ``-1 + e
 rule is a linear scan, and the answer is already bounded by ``normalize.MAX_ANSWER``):
 
 - ``**`` -> ``^``; ``^(..)`` -> ``^{..}`` (the exponent is the whole parenthesised group);
-- ``sqrt(..)`` and ``\\sqrt(..)`` -> ``\\sqrt{..}``, ``exp(..)`` -> ``e^{..}``, ``abs(..)`` -> ``|..|``;
-  ``log(..)`` -> ``\\ln(..)`` (SymPy's and Python's ``log`` is natural; LaTeX ``\\log`` is
-  read as base 10), ``ln``, ``sin``, ``cos``, ``tan``, ``cot``, ``sec``, ``csc``, ``asin``...
-  -> the LaTeX command. Only a name not preceded by a backslash or a letter, and directly
-  followed by ``(``;
+- ``sqrt(..)``, ``\\sqrt(..)`` and ``sqrt3`` -> ``\\sqrt{..}``; ``exp(..)`` -> ``e^{..}``;
+  ``abs(..)`` -> ``|..|``; ``log(..)`` -> ``\\ln(..)`` (SymPy's and Python's ``log`` is
+  natural; LaTeX ``\\log`` is read as base 10); ``ln``, ``sin``, ``cos``, ``tan``, ``cot``,
+  ``sec``, ``csc``, ``asin``... -> the LaTeX command. Only a name not preceded by a backslash
+  or a letter, and directly followed by ``(``;
 - the words ``pi`` -> ``\\pi``, ``oo`` / ``inf`` / ``infinity`` -> ``\\infty``;
 - the imaginary unit: ``j`` after a digit (Python's ``3+4j``) and SymPy's ``I``, but only in
-  an answer made of nothing else than numbers, operators, brackets and that unit, with a
-  digit and the unit next to an operator (``2*I``, ``14 - I``, ``14 - 1j``): elsewhere ``I``
-  and ``j`` may be names (an integral, an index), and ``II`` is a roman numeral.
+  an answer made of nothing but numbers, operators, brackets, ``sqrt``, ``pi``, ``exp`` and
+  that unit, the unit next to an operator or a digit (``2*I``, ``14 - I``, ``pi*I``,
+  ``14 - 1j``): elsewhere ``I`` and ``j`` may be names (an integral, an index), and ``II`` is
+  a roman numeral.
 
 ``*`` is left as it is (both readers downstream take it as a product); ``e`` and ``i`` are
 already Euler's number and the imaginary unit everywhere in the verifier.
 NOT covered: Python's ``math.``/``np.`` prefixes, ``E`` for Euler's number, ``Rational(1,
-2)``-style constructors, ``x^10`` meaning x to the tenth (LaTeX reads ``x^1 0``: the sympy
-path decides it as LaTeX), words (``two thirds``).
+2)``-style constructors, ``log(x, 2)``, words (``two thirds``), ``x in S`` for ``x \\in S``.
 """
 
 from __future__ import annotations
@@ -38,10 +38,11 @@ _POW_GROUP = re.compile(r"\^\s*\(")
 _PI = re.compile(r"(?<![\\a-zA-Z])pi(?![a-zA-Z])")
 _INF = re.compile(r"(?<![\\a-zA-Z])(?:oo|inf|infinity|Infinity)(?![a-zA-Z])")
 _PY_COMPLEX = re.compile(r"^[\s\d.+\-*/()]*\dj[\s\d.+\-*/()j]*$")
-_SYMPY_I = re.compile(r"^[\s\d.+\-*/()I]*$")
+_SYMPY_I = re.compile(r"^(?:[\s\d.+\-*/()^I]|sqrt|pi|exp)*$")
 _SYMPY_I_USE = re.compile(r"[\d*+\-]\s*I(?!I)|(?<!I)I\s*[*+\-]")
 _BSQRT = re.compile(r"\\sqrt\s*\(")
-_HINT = re.compile(r"\*\*|\^\s*\(|[a-z]\s*\(|pi|oo|inf|\dj|I")
+_SQRT_DIGITS = re.compile(r"(?<![\\a-zA-Z])sqrt\s*(\d+)")
+_HINT = re.compile(r"\*\*|\^\s*\(|[a-z]\s*\(|pi|oo|inf|\dj|I|sqrt")
 
 
 def to_latex(s: str) -> str:
@@ -50,13 +51,13 @@ def to_latex(s: str) -> str:
         return s
     if _PY_COMPLEX.match(s):
         s = re.sub(r"(?<=\d)j", "i", s)
-    elif _SYMPY_I.match(s) and _SYMPY_I_USE.search(s) and re.search(r"\d", s) \
-            and "II" not in s:  # never a roman numeral: II is not -1
+    elif _SYMPY_I.match(s) and _SYMPY_I_USE.search(s) and "II" not in s:  # II: a numeral
         s = s.replace("I", "i")
     s = s.replace("**", "^")
     s = _rewrite_groups(s, _POW_GROUP, lambda name, inner: "^{" + inner + "}")
     s = _rewrite_groups(s, _CALL, _call)
     s = _rewrite_groups(s, _BSQRT, lambda name, inner: r"\sqrt{" + inner + "}")
+    s = _SQRT_DIGITS.sub(r"\\sqrt{\1}", s)
     s = _PI.sub(r"\\pi ", s)
     return _INF.sub(r"\\infty ", s)
 
