@@ -17,9 +17,10 @@ unit and ``e`` Euler's number). Rules, after the fast path of ``check.py`` has h
   unequal at the first point where they differ while at least one side is real there. A
   point where both sides are non-real is outside the real domain of both and skipped:
   ``\\sqrt{1/n}`` = ``\\frac{1}{\\sqrt{n}}`` (equal for n > 0; for n < 0 neither is real).
-  Too few points left: ``simplify``. Removable singularities are ignored
-  (``\\frac{x^2-1}{x-1}`` = ``x+1``); no other domain reasoning: ``\\sqrt{x^2}`` != ``x`` and
-  ``\\ln x`` != ``\\ln|x|`` (one side is real at negative points, and they differ there).
+  Too few agreeing points: unequal when a skipped point differed, else ``simplify``.
+  Removable singularities are ignored (``\\frac{x^2-1}{x-1}`` = ``x+1``); no other domain
+  reasoning: ``\\sqrt{x^2}`` != ``x`` and ``\\ln x`` != ``\\ln|x|`` (one side is real at
+  negative points, and they differ there).
   Variable names matter (``2t+1`` != ``2x+1``);
 - equations: ``l1=r1`` equals ``l2=r2`` when ``l1-r1`` is a nonzero constant multiple of
   ``l2-r2`` (``y=2x+1`` = ``2x+1-y=0``); an equation whose sides are identical (``0=0``,
@@ -247,8 +248,10 @@ def _identity(a, b, syms, tol) -> bool:
     a point where they differ and one side at least is real. A point where both sides are
     non-real is outside the real domain of both and skipped (``\\sqrt{1/n}`` =
     ``\\frac{1}{\\sqrt n}``: equal for n > 0, both imaginary, and different, for n < 0); a
-    point whose values are imprecise zeros is skipped; too few points: ``simplify``."""
-    valid = 0
+    point whose values are imprecise zeros is skipped. Too few agreeing points: unequal if
+    some skipped point differed (``simplify`` there costs seconds on wrong answers with roots
+    and logs), else ``simplify``."""
+    valid, differed = 0, False
     for k in range(len(_POINTS)):
         vals = _values((a, b), syms, k)
         if vals is None:
@@ -259,9 +262,11 @@ def _identity(a, b, syms, tol) -> bool:
             valid += 1
             if valid >= 3:
                 return True
-        elif same is False and (va.is_real or vb.is_real):
-            return False
-    return sympy.simplify(a - b) == 0
+        elif same is False:
+            if va.is_real or vb.is_real:
+                return False
+            differed = True
+    return not differed and sympy.simplify(a - b) == 0
 
 
 def _proportional(d1, d2, positive: bool) -> bool:
