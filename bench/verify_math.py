@@ -54,6 +54,50 @@ def _pairs_simple(rng: random.Random, n: int) -> list[tuple[str, str, bool]]:
     return out
 
 
+def _pairs_kinds(rng: random.Random, n: int) -> list[tuple[str, str, bool]]:
+    """The six kinds of issue 31 in equal shares, half right: boxed integer, \\dfrac vs
+    \\frac, tuple, interval, a\\sqrt{b} vs \\sqrt{a^2 b}, a reordered polynomial (4-digit
+    numbers: every pair is new, no cache helps)."""
+    makers = [_integer4, _dfrac, _tuple4, _interval4, _radical, _reordered]
+    out = []
+    for i in range(n):
+        gold, right, wrong = makers[i % len(makers)](rng)
+        ok = (i // len(makers)) % 2 == 0
+        out.append((gold, _respond(rng, right if ok else wrong), ok))
+    return out
+
+
+def _integer4(rng):
+    v = rng.randint(1000, 9999)
+    return str(v), str(v), str(v + rng.choice([-1, 1, 10]))
+
+
+def _dfrac(rng):
+    p, q = rng.randint(1000, 9999), rng.randint(1000, 9999)
+    return rf"\frac{{{p}}}{{{q}}}", rf"\dfrac{{{p}}}{{{q}}}", rf"\dfrac{{{p + 1}}}{{{q}}}"
+
+
+def _tuple4(rng):
+    a, b = rng.randint(1000, 4999), rng.randint(5000, 9999)
+    return f"({a},{b})", rf"\left( {a}, {b} \right)", f"({b},{a})"
+
+
+def _interval4(rng):
+    a, b = rng.randint(-9999, -1000), rng.randint(1000, 9999)
+    return f"[{a},{b})", rf"\left[{a}, {b}\right)", f"({a},{b})"
+
+
+def _radical(rng):
+    a, b = rng.randint(1000, 9999), rng.choice([2, 3, 5, 6, 7, 10, 11])
+    return rf"{a}\sqrt{{{b}}}", rf"\sqrt{{{a * a * b}}}", rf"\sqrt{{{(a + 1) * (a + 1) * b}}}"
+
+
+def _reordered(rng):
+    c = [rng.randint(1000, 9999) for _ in range(4)]
+    gold = f"{c[0]}x^3+{c[1]}x^2+{c[2]}x+{c[3]}"
+    return gold, f"{c[3]}+{c[2]}x+{c[1]}x^2+{c[0]}x^3", f"{c[3]}+{c[2]}x+{c[1] + 1}x^2+{c[0]}x^3"
+
+
 def _respond(rng: random.Random, ans: str) -> str:
     a, b = rng.randint(2, 99), rng.randint(2, 99)
     return (f"We compute ${a} + {b} = {a + b}$ first. Then, simplifying, the result follows.\n"
@@ -199,6 +243,61 @@ def _table(rows: list[dict]) -> None:
               f"{r['ratio']:.1f}x |")
 
 
+_MV_CLI = """
+import json, logging, sys
+logging.disable(logging.WARNING)
+from math_verify import parse, verify
+rows = [json.loads(line) for line in open(sys.argv[1])]
+out = [bool(verify(parse(r["gold"]), parse(r["prediction"]))) for r in rows]
+json.dump(out, open(sys.argv[2], "w"))
+"""
+
+
+def _cli_times(pairs, repeats: int = 3) -> dict:
+    """Both verifiers end to end as commands: ours ``dapo-bench verify FILE --out OUT`` (the
+    CLI default), math-verify a ``python -c`` loop over the same file (``parse`` +
+    ``verify``). Start-up is subtracted: each also runs on the first 6 pairs (one of each
+    kind), and the time per pair is (t(all) - t(6)) / (n - 6); medians of *repeats* runs,
+    ours and math-verify alternating."""
+    import json
+    import statistics
+    import subprocess
+    import sys
+    import tempfile
+    from pathlib import Path
+
+    work = Path(tempfile.mkdtemp(prefix="verify_math_cli_"))
+    small = 6
+    files = {}
+    for tag, rows in (("all", pairs), ("start", pairs[:small])):
+        ours_in, mv_in = work / f"ours_{tag}.jsonl", work / f"mv_{tag}.jsonl"
+        ours_in.write_text("".join(json.dumps({"prediction": r, "gold": g}) + "\n"
+                                   for g, r, _ in rows))
+        mv_in.write_text("".join(json.dumps({"prediction": r, "gold": _dollar(g)}) + "\n"
+                                 for g, r, _ in rows))
+        files[tag] = (ours_in, mv_in)
+    cmds = {
+        "ours": lambda f, o: [sys.executable, "-m", "dapo_bench.cli", "verify", str(f[0]),
+                              "--out", str(o)],
+        "mv": lambda f, o: [sys.executable, "-c", _MV_CLI, str(f[1]), str(o)],
+    }
+    times = {(who, tag): [] for who in cmds for tag in files}
+    for _ in range(repeats):
+        for tag, f in files.items():
+            for who, cmd in cmds.items():
+                out = work / f"{who}_{tag}.out"
+                t0 = time.perf_counter()
+                subprocess.run(cmd(f, out), check=True, stderr=subprocess.DEVNULL)
+                times[(who, tag)].append(time.perf_counter() - t0)
+    med = {k: statistics.median(v) for k, v in times.items()}
+    ours = [json.loads(line)["passed"] for line in (work / "ours_all.out").open()]
+    peer = json.loads((work / "mv_all.out").read_text())
+    per = {who: (med[(who, "all")] - med[(who, "start")]) / (len(pairs) - small) for who in cmds}
+    return {"ours": ours, "mv": peer, "per_pair": per, "start": {w: med[(w, "start")]
+                                                                  for w in cmds},
+            "ratio": per["mv"] / per["ours"]}
+
+
 def _competition() -> list[tuple[str, str, bool]]:
     import importlib.util
     from pathlib import Path
@@ -233,7 +332,8 @@ def main() -> None:
             rows.append(_row(name, pairs, ours, t_ours, peer, t_peer))
     rng = random.Random(args.seed)
     sets = {"competition": _competition(), "mixed": _pairs_mixed(rng, args.pairs),
-            "simple": _pairs_simple(rng, args.pairs)}
+            "simple": _pairs_simple(rng, args.pairs),
+            "six kinds (in process)": _pairs_kinds(rng, args.pairs)}
     for name, pairs in sets.items():
         ours, t_ours = _run_ours(pairs, workers=1)
         peer, t_peer = _run_math_verify(pairs)
@@ -250,6 +350,19 @@ def main() -> None:
     print(f"[mixed, batch] ours verify_batch with {workers} workers: "
           f"{len(pool_res) / t_pool:.1f} pairs/s ({t_pool:.2f} s); same verdicts as "
           f"single: {pool_res == _run_ours(sets['mixed'], workers=1)[0]}")
+    kinds = sets["six kinds (in process)"]
+    cli = _cli_times(kinds)
+    n = len(kinds)
+    exp = [e for *_, e in kinds]
+    print(f"[six kinds, through the CLI] {n} pairs; start-up subtracted (ours "
+          f"{cli['start']['ours']:.2f} s, math-verify {cli['start']['mv']:.2f} s on 6 pairs): "
+          f"ours {cli['per_pair']['ours'] * 1e3:.3f} ms/pair, math-verify "
+          f"{cli['per_pair']['mv'] * 1e3:.3f} ms/pair; right: ours "
+          f"{sum(a == b for a, b in zip(cli['ours'], exp))}/{n}, math-verify "
+          f"{sum(a == b for a, b in zip(cli['mv'], exp))}/{n}; "
+          f"speed ratio ours/mv {cli['ratio']:.1f}x")
+    rows.append(_row("six kinds (CLI, start-up subtracted)", kinds, cli["ours"],
+                     cli["per_pair"]["ours"] * n, cli["mv"], cli["per_pair"]["mv"] * n))
     _table(rows)
 
 

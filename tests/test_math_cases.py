@@ -93,7 +93,7 @@ CASES = [
     (r"\begin{pmatrix}1&2\\3&4\end{pmatrix}", r"\begin{pmatrix}1&3\\2&4\end{pmatrix}", F),
     (r"\begin{pmatrix}1&2\\3&4\end{pmatrix}", r"\begin{pmatrix}1&2\end{pmatrix}", F),
     # infinity
-    (r"\infty", r"\infty", T), (r"\infty", r"-\infty", F), (r"-\infty", "-oo", F),
+    (r"\infty", r"\infty", T), (r"\infty", r"-\infty", F), (r"-\infty", "-oo", T),  # SymPy's oo (v3)
     (r"(-\infty, \infty)", r"(-\infty,\infty)", T),
     # complex numbers
     ("1+2i", "2i+1", T), ("1+2i", "1-2i", F), (r"\frac{4-6i}{13}", r"\frac{4}{13}-\frac{6}{13}i", T),

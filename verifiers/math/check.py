@@ -9,7 +9,9 @@ imports check, never the reverse). Both walk the same :mod:`structure` tree with
 The fast path decides leaves that are identical normalised values; plain numbers (see
 :func:`normalize.numbers_equal` for the exact/decimal/percent rules); words of four or more
 letters (case-insensitive: ``East`` = ``east``); two different single letters (variables or
-choice letters); and a number against a word.
+choice letters); a number against a word; and two values that both have an exact canonical
+form (:mod:`exact`: polynomials with radical coefficients, ``3\\sqrt{2}`` = ``\\sqrt{18}``,
+``(x+2)(x+3)`` = ``x^2+5x+6``), decided both ways without sympy.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
+from dapo_bench.verifiers.math.exact import canonical
 from dapo_bench.verifiers.math.match import Trace, compare
 from dapo_bench.verifiers.math.normalize import clean, numbers_equal, parse_number
 from dapo_bench.verifiers.math.structure import Node, parse
@@ -57,6 +60,12 @@ def fast_leaf_eq(g: str, p: str, trace: Trace | None = None) -> bool:
     elif (gn is not None and pw and len(p) > 1) or (pn is not None and gw and len(g) > 1):
         note("number vs word")
         return False
+    ga = canonical(g)
+    if ga is not None:
+        pa = canonical(p)
+        if pa is not None:
+            note("exact algebra")
+            return ga == pa
     raise Undecided
 
 

@@ -8,7 +8,10 @@ What :func:`clean` removes or rewrites: math delimiters (``$``, ``\\(``, ``\\[``
 spacing commands, ``^\\circ`` and ``\\degree``, ``\\$``, trailing units written as
 ``\\text{..}``/``\\mathrm{..}``/``\\mbox{..}``, a trailing unit word after a plain number
 (``18 dollars``), trailing full stops, and a whole-answer thousands separator (``1,000``,
-``1{,}000``). ``\\%`` becomes ``%`` (see :class:`Num` for the percent policy).
+``1{,}000``). ``\\%`` becomes ``%`` (see :class:`Num` for the percent policy). Plain-text and
+SymPy spellings (``sqrt(2)/2``, ``x**2``, ``exp(16)``, ``pi``) become LaTeX first (see
+:mod:`plaintext`); a whole answer ``4 4/9`` is the mixed number 40/9 (a proper fraction after
+an integer and one space; ``2 3`` stays two numbers).
 
 What it does NOT do: unit conversion, spelling out numbers ("five"), or any algebra.
 """
@@ -18,6 +21,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from fractions import Fraction
+
+from dapo_bench.verifiers.math.plaintext import to_latex
 
 MAX_ANSWER = 4000  # characters of one extracted answer (or gold) beyond which we say too_large
 MAX_DEPTH = 48  # brace/bracket nesting beyond which we say too_large
@@ -32,7 +37,8 @@ _UNICODE = {
     "\u2212": "-", "\u2013": "-", "\u00d7": r"\times ", "\u22c5": r"\cdot ", "\u00b7": r"\cdot ",
     "\u00b0": "", "\u03c0": r"\pi ", "\u221e": r"\infty ", "\u221a": r"\sqrt", "\u2264": r"\le ",
     "\u2265": r"\ge ", "\u2260": r"\ne ", "\u00a0": " ", "\u2009": " ", "\u202f": " ",
-    "\u00bd": r"\frac{1}{2}", "\u222a": r"\cup ", "\u2208": r"\in ", "\u00f7": r"\div ",
+    "\u00bd": r"\frac{1}{2}", "\u00b2": "^2", "\u00b3": "^3",
+    "\u222a": r"\cup ", "\u2208": r"\in ", "\u00f7": r"\div ",
 }
 _UNICODE_RE = re.compile("|".join(map(re.escape, _UNICODE)))
 
@@ -76,6 +82,7 @@ _PLAIN_NUMBER_UNIT = re.compile(
 _MATH_WORDS = frozenset({"pi", "sqrt", "frac", "infty", "and", "or", "cdot", "times", "i"})
 _THOUSANDS = re.compile(r"^-?[1-9]\d{0,2}(?:(?:,\d{3})+|(?: \d{3})+)(?:\.\d+)?%?$")
 _WS_RUN = re.compile(r"\s+")
+_MIXED_TEXT = re.compile(r"^([+-]?\d+) (\d+)/(\d+)$")
 _DIGIT_SPACE = re.compile(r"(?<=\d) (?=\d)")  # "2 3" is two numbers, never 23
 
 
@@ -100,7 +107,7 @@ def clean(s: str) -> str:
     :func:`squeeze` for the final, space-free form of a single value.
     """
     check_size(s)
-    s = _UNICODE_RE.sub(lambda m: _UNICODE[m.group(0)], s)
+    s = to_latex(_UNICODE_RE.sub(lambda m: _UNICODE[m.group(0)], s))
     s = _WS_RUN.sub(" ", _DELIMS.sub(" ", s))  # single spaces keep the regexes below linear
     for pat, rep in _SUBS:
         s = pat.sub(rep, s)
@@ -112,6 +119,9 @@ def clean(s: str) -> str:
         s = s[: m.start()].rstrip().rstrip("/").rstrip()
     s = _TEXT_UNWRAP.sub(lambda m: m.group(1), s)
     s = strip_unit(_strip_punct(s))
+    m = _MIXED_TEXT.match(s)
+    if m and int(m.group(2)) < int(m.group(3)):  # "4 4/9" is 40/9: neither 4 nor a list
+        s = rf"{m.group(1)}\frac{{{m.group(2)}}}{{{m.group(3)}}}"
     if _THOUSANDS.match(s):
         s = s.replace(",", "").replace(" ", "")
     return _DIGIT_SPACE.sub(", ", s)

@@ -3,17 +3,25 @@
 LaTeX is parsed by ``latex2sympy2_extended`` (symbols keep their case; ``i`` is the imaginary
 unit and ``e`` Euler's number). Rules, after the fast path of ``check.py`` has had its say:
 
-- numbers without symbols: equal when they agree to 1e-30 relative (50-digit evaluation), so
-  ``2\\sqrt{2}`` = ``\\sqrt{8}``; a decimal prediction against an irrational gold is never
+- numbers without symbols: equal when they agree to 1e-30 *relative* (50-digit evaluation),
+  so ``2\\sqrt{2}`` = ``\\sqrt{8}``; no tolerance is ever absolute: ``\\frac{1}{2004!}`` !=
+  ``\\frac{1}{2006!}``, ``e^{-100}`` != ``e^{-101}``. A value sympy cannot evaluate precisely
+  (a cancelled zero such as ``\\sin^2 1+\\cos^2 1-1``) is settled by ``simplify``. A decimal
+  prediction against an irrational gold is never
   equal (``1.41`` != ``\\sqrt2``), a decimal gold against an irrational prediction uses the
   rounding rule of :func:`normalize.decimal_matches` (gold ``1.41`` = ``\\sqrt2``, gold
   ``1.4`` != ``\\sqrt2``); an expression with decimal literals inside compares to 1e-12
   relative;
-- expressions with symbols: equal when their difference vanishes at several fixed generic
-  points, real and of both signs (at least 3 points where both sides are finite, otherwise
-  ``simplify``). Removable singularities are ignored: ``\\frac{x^2-1}{x-1}`` = ``x+1``; no
-  domain reasoning: ``\\sqrt{x^2}`` != ``x`` (they differ at negative points). Variable names
-  matter (``2t+1`` != ``2x+1``);
+- expressions with symbols: symbols are real, with no other assumption. Two sides are equal
+  when they agree (1e-20 relative) at 3 of several fixed generic points of both signs, and
+  unequal at the first point where they differ while at least one side is real there. A
+  point where both sides are non-real is outside the real domain of both and skipped:
+  ``\\sqrt{1/n}`` = ``\\frac{1}{\\sqrt{n}}`` (equal for n > 0; for n < 0 neither is real).
+  Too few agreeing points: unequal when a skipped point differed, else ``simplify``.
+  Removable singularities are ignored (``\\frac{x^2-1}{x-1}`` = ``x+1``); no other domain
+  reasoning: ``\\sqrt{x^2}`` != ``x`` and ``\\ln x`` != ``\\ln|x|`` (one side is real at
+  negative points, and they differ there).
+  Variable names matter (``2t+1`` != ``2x+1``);
 - equations: ``l1=r1`` equals ``l2=r2`` when ``l1-r1`` is a nonzero constant multiple of
   ``l2-r2`` (``y=2x+1`` = ``2x+1-y=0``); an equation whose sides are identical (``0=0``,
   ``x-x=0``) equals nothing; inequalities: same strictness and a *positive* multiple
@@ -47,6 +55,7 @@ _POINTS = ("0.5772156649015329", "1.3247179572447460", "-0.7071067811865475",
            "2.2360679774997897", "-1.6180339887498949", "0.3183098861837907", "-2.6457513110645906")
 _EXACT_TOL = sympy.Float("1e-30", 50)
 _FLOAT_TOL = sympy.Float("1e-12", 50)
+_POINT_TOL = sympy.Float("1e-20", 50)  # relative, at 30-digit points
 _SPECIAL = (sympy.oo, -sympy.oo, sympy.zoo, sympy.nan)
 
 
@@ -129,10 +138,12 @@ def _decimal_vs_exact(dec, exact, rounded: bool) -> bool:
         v = Fraction(int(exact.p), int(exact.q))
         return v == dec.value or (rounded and decimal_matches(dec, v, terminates(v)))
     val = exact.evalf(60)
+    if not _reliable(val):  # an exact form of zero (\\sin^2 1+\\cos^2 1-1)
+        return dec.value == 0 and sympy.simplify(exact) == 0
     if not val.is_real:
         return False
     v = Fraction(str(val))
-    if abs(v - dec.value) <= Fraction(1, 10**40) * max(1, abs(v)):
+    if abs(v - dec.value) <= Fraction(1, 10**40) * abs(v):  # relative: tiny values differ
         return True  # an exact form of the same terminating value (\sin\frac{\pi}{6} = 0.5)
     return rounded and decimal_matches(dec, v, False)
 
@@ -195,11 +206,30 @@ def _relations_equal(a, b) -> bool:
     return _proportional(diff(a), diff(b), positive=ka != "!=")
 
 
+def _reliable(v) -> bool:
+    """False for an evaluation sympy could not pin down (a cancelled zero prints ``0.e-160``
+    with no precision): such a value decides nothing by itself."""
+    return all(f._prec >= 100 for f in v.atoms(sympy.Float))
+
+
+def _close(va, vb, tol) -> bool | None:
+    """Two evaluated numbers: True (equal to *tol* relative), False (different), None (not
+    decidable from these values: one of them is an imprecise zero). Never an absolute
+    tolerance: ``\\frac{1}{2004!}`` and ``\\frac{1}{2006!}`` are tiny and different."""
+    d = abs(va - vb)
+    if d <= tol * max(abs(va), abs(vb)):
+        return True
+    if not (_reliable(va) and _reliable(vb)):
+        return None
+    return False
+
+
 def _numbers_close(a, b, tol) -> bool:
     va, vb = a.evalf(50), b.evalf(50)
     if not (va.is_number and vb.is_number) or va.has(*_SPECIAL) or vb.has(*_SPECIAL):
         return False
-    return bool(abs(va - vb) <= tol * max(1, abs(va)))
+    same = _close(va, vb, tol)
+    return bool(sympy.simplify(a - b) == 0) if same is None else same
 
 
 def _values(exprs, syms, k: int):
@@ -214,18 +244,29 @@ def _values(exprs, syms, k: int):
 
 
 def _identity(a, b, syms, tol) -> bool:
-    valid = 0
+    """*a* = *b* as functions of real symbols: equal at 3 points where they agree, unequal at
+    a point where they differ and one side at least is real. A point where both sides are
+    non-real is outside the real domain of both and skipped (``\\sqrt{1/n}`` =
+    ``\\frac{1}{\\sqrt n}``: equal for n > 0, both imaginary, and different, for n < 0); a
+    point whose values are imprecise zeros is skipped. Too few agreeing points: unequal if
+    some skipped point differed (``simplify`` there costs seconds on wrong answers with roots
+    and logs), else ``simplify``."""
+    valid, differed = 0, False
     for k in range(len(_POINTS)):
         vals = _values((a, b), syms, k)
         if vals is None:
             continue
         va, vb = vals
-        if abs(va - vb) > max(tol, sympy.Float("1e-20")) * max(1, abs(va)):
-            return False
-        valid += 1
-        if valid >= 3:
-            return True
-    return sympy.simplify(a - b) == 0
+        same = _close(va, vb, max(tol, _POINT_TOL))
+        if same:
+            valid += 1
+            if valid >= 3:
+                return True
+        elif same is False:
+            if va.is_real or vb.is_real:
+                return False
+            differed = True
+    return not differed and sympy.simplify(a - b) == 0
 
 
 def _proportional(d1, d2, positive: bool) -> bool:
@@ -243,7 +284,7 @@ def _proportional(d1, d2, positive: bool) -> bool:
         if not r.is_real:
             continue
         if abs(r) < 1e-20 or (positive and r < 0) or (
-                ratio is not None and abs(r - ratio) > 1e-15 * max(1, abs(ratio))):
+                ratio is not None and abs(r - ratio) > 1e-15 * max(abs(r), abs(ratio))):
             return False
         ratio, valid = r, valid + 1
         if valid >= 3:

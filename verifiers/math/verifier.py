@@ -237,7 +237,7 @@ class MathVerifier:
     """
 
     name = "math"
-    version = "2.1"  # 2.1: a response cut off at the cap needs a marked answer
+    version = "3.0"  # 2.1: a cut-off response needs a marked answer; 3.0: issue 31 (docs)
     fields = ("prediction", "gold")
 
     def __init__(self, *, timeout: float = 5.0, workers: int | None = None, mode: str = "full",
