@@ -33,10 +33,17 @@ whole when it is bare, else its answer phrase, else the gold whole (prose golds 
 from __future__ import annotations
 
 import re
-from bisect import bisect_right
 from functools import lru_cache
 
-from dapo_bench.verifiers.math.normalize import TooLarge, clean, squeeze
+from dapo_bench.verifiers.math.marks import joined, marked_answer
+from dapo_bench.verifiers.math.reading import (
+    PHRASE,
+    answer_in,
+    is_bare,
+    is_number,
+    last_token,
+    numbers,
+)
 from dapo_bench.verifiers.math.spans import (
     Span,
     boxes,
@@ -45,178 +52,49 @@ from dapo_bench.verifiers.math.spans import (
     prepare_text,
     sentences,
 )
-from dapo_bench.verifiers.math.structure import is_label
 
 from dapo_bench.errors import UserError
 
 MAX_TEXT = 100_000  # characters of a model response we scan at all; longer is too_large
 
-_STRONG = re.compile(r"final\s+answer|####", re.IGNORECASE)
-_PHRASE = re.compile(r"final\s+answer(?:\s+is)?|answers?\s+(?:is|are)|\banswer\s*:|^\s*answer\b"
-                     r"|####", re.IGNORECASE)
-_NUMBER = re.compile(r"(?:(?<=\\boxed\{)|(?<![\w.\\^_{:]))-?(?:\d+(?::\d+)+|(?:\d{1,3}(?:,\d{3})+|\d+)"
-                     r"(?:\.\d+)?(?:/\d+)?|\.\d+)"
-                     r"(?:\\?%)?(?![\d{^_]|\\[a-zA-Z]|[.,]\d)")
-_PROSE = frozenset("is are was were the so thus therefore hence we get gives give answer then "  # noqa: SIM905
-                   "which that because since find found have has be let this it of to for with "
-                   "by from final equals".split())
-_WORDS = re.compile(r"[A-Za-z]{2,}")
-_CMD = re.compile(r"\\[a-zA-Z]+")
-_SEPARATOR = re.compile(r"^(?:\s|,|;|&|\\quad|\\qquad|\\[,;]|\\text\{\s*(?:and|or)\s*\}"
-                        r"|\band\b|\bor\b)*$")
-_LEAD = re.compile(r"^[\s:*\"'=]*(?:is\b|are\b|:)?[\s:*\"'=]*")
 _BOLD = re.compile(r"\*\*([^*\n]{1,200})\*\*")
-
-
-def _numbers(s: str) -> list[str]:
-    return [m.group(0) for m in _NUMBER.finditer(s) if any(c.isdigit() for c in m.group(0))]
-
-
-def _is_number(s: str) -> bool:
-    s = s.strip().rstrip(".,;")
-    return bool(s) and _NUMBER.fullmatch(s) is not None and any(c.isdigit() for c in s)
 
 
 def _filler(sentence: list) -> bool:
     return not any(isinstance(x, Span) or any(c.isdigit() for c in x) for x in sentence)
 
 
-def _run_back(items: list, k: int) -> str:
-    """The span items[k] and the spans before it joined to it only by separators."""
-    j = k
-    while True:
-        if j >= 1 and isinstance(items[j - 1], Span):
-            j -= 1
-        elif j >= 2 and isinstance(items[j - 2], Span) and _SEPARATOR.match(items[j - 1]):
-            j -= 2
-        else:
-            break
-    return " ".join(x.inner if isinstance(x, Span) else x.strip() for x in items[j:k + 1]).strip()
-
-
-def _run_forward(items: list, k: int) -> str:
-    j, n = k, len(items)
-    while True:
-        if j + 1 < n and isinstance(items[j + 1], Span):
-            j += 1
-        elif j + 2 < n and isinstance(items[j + 2], Span) and _SEPARATOR.match(items[j + 1]):
-            j += 2
-        else:
-            break
-    return " ".join(x.inner if isinstance(x, Span) else x.strip() for x in items[k:j + 1]).strip()
-
-
-def _names_only(inner: str) -> bool:
-    """``$ABCDEFGH$``, ``$N$``, ``$f(x)$``: a span that only names something."""
-    try:
-        return is_label(squeeze(clean(inner)))
-    except TooLarge:
-        return False
-
-
-def _last_token(items: list) -> str | None:
-    """The last math span (with the spans joined to it by separators) in *items*; a span that
-    only names something (``$ABCDEFGH$``) gives way to a number written after it; with no
-    span, the last prose number."""
-    number, name = None, None
-    for k in range(len(items) - 1, -1, -1):
-        x = items[k]
-        if isinstance(x, Span):
-            if not x.inner.strip():
-                continue
-            if not _names_only(x.inner):
-                return _run_back(items, k)
-            if name is None:
-                name = k
-        elif number is None:
-            nums = _numbers(x)
-            if nums:
-                number = (k, nums[-1])
-    if number is not None and (name is None or number[0] > name):
-        return number[1]
-    return _run_back(items, name) if name is not None else None
-
-
-def _answer_in(items: list) -> str | None:
-    """The answer in the words after an answer phrase (see the module docstring, rule 3)."""
-    items = [x for x in items if not (isinstance(x, str) and not x.strip(" \t*:\"'"))]
-    if not items:
-        return None
-    if isinstance(items[0], str):
-        items[0] = _LEAD.sub("", items[0])
-        if not items[0].strip():
-            items = items[1:]
-    if items and isinstance(items[0], Span):
-        return _run_forward(items, 0) or None
-    tok = _last_token(items)
-    if tok is not None:
-        return tok
-    words = " ".join(x for x in items if isinstance(x, str)).strip(" .*\"'")
-    return words if len(words) <= 60 and re.search(r"[A-Za-z0-9]", words) else None
-
-
-def _after(text: str, pos: int) -> str | None:
-    """The answer stated right after position *pos* (the end of an answer phrase): in the rest
-    of its sentence, or in the next one when the phrase ends its line (``**Final Answer**``)."""
-    rest = text[pos:pos + 4000]
-    sents = sentences(rest, math_spans(rest))
-    if not sents:
-        return None
-    ans = _answer_in(sents[0])
-    if ans is None and len(sents) > 1 and not rest.split("\n", 1)[0].strip(" \t*:"):
-        ans = _answer_in(sents[1])
-    return ans
-
-
-def _strong(text: str, spans: list[Span], after: int = 0) -> str | None:
-    """The answer after the last "final answer" or ``####`` outside math, if it is past
-    *after* (the end of the last box: a later final statement beats an earlier box)."""
-    starts = [sp.start for sp in spans]
-    for m in reversed(list(_STRONG.finditer(text, after))):
-        k = bisect_right(starts, m.start()) - 1
-        if k < 0 or spans[k].end <= m.start():  # not inside a math span
-            return _after(text, m.end())
-    return None
-
-
 def _phrase_in(sents: list[list], idx: int) -> str | None:
     """The answer after the last answer phrase of sentence *idx* (or in the sentence after it
-    when the phrase ends its sentence: ``**Final Answer**`` then a line with the answer)."""
+    when the phrase ends its sentence with ``:``)."""
     s = sents[idx]
     for k in range(len(s) - 1, -1, -1):
         if isinstance(s[k], str):
             last = None
-            for last in _PHRASE.finditer(s[k]):
+            for last in PHRASE.finditer(s[k]):
                 pass
             if last is not None:
                 after = [s[k][last.end():], *s[k + 1:]]
-                ans = _answer_in(after)
-                if ans is None and idx + 1 < len(sents):
-                    ans = _answer_in(sents[idx + 1])
+                ans = answer_in(after)
+                if ans is None and idx + 1 < len(sents) and s[k].rstrip(" *").endswith(":"):
+                    ans = answer_in(sents[idx + 1])
                 return ans
     return None
 
 
-def _prose(text: str, spans: list[Span]) -> str:
-    out, pos = [], 0
-    for sp in spans:
-        out.append(text[pos:sp.start])
-        pos = sp.end
-    out.append(text[pos:])
-    return " \x00 ".join(out)
-
-
-def is_bare(text: str, spans: list[Span]) -> bool:
-    """True when *text* is an answer rather than a response (module docstring, rule 2)."""
-    if len(text) > 600 or "\\boxed" in text or "\\fbox" in text:
-        return False
-    prose = _prose(text, spans)
-    if _PHRASE.search(prose) or re.search(r"[.!?]\s+[A-Za-z]|\S[ \t]*\n[ \t]*\S"
-                                          r"|[A-Za-z]{2}:\s", prose):
-        return False
-    words = [w.lower() for w in _WORDS.findall(_CMD.sub(" ", prose))]
-    words = [w for w in words if w not in ("and", "or")]
-    return len(words) <= 3 and not any(w in _PROSE for w in words)
+def _last_line(text: str) -> str | None:
+    """The last line of a response of several lines when it is an answer alone: bare (as
+    :func:`reading.is_bare`: no prose) and stating math (a digit or a command)."""
+    body = text.rstrip()
+    if "\n" not in body:
+        return None
+    line = body.rsplit("\n", 1)[1].strip()
+    if line.startswith("**") and line.endswith("**") and len(line) > 4:
+        line = line[2:-2].strip()
+    line = re.sub(r"^A:\s*", "", line)  # "Q: ... A: 18", the few-shot GSM8K form
+    if not line or len(line) > 200 or not re.search(r"\d|\\[a-zA-Z]", line):
+        return None
+    return line.rstrip(".").strip() if is_bare(line, math_spans(line)) else None
 
 
 def _bold(text: str) -> str | None:
@@ -226,7 +104,7 @@ def _bold(text: str) -> str | None:
             sub = math_spans(inner)
             if is_bare(inner, sub):
                 return inner.strip()
-            return _last_token([x for s in sentences(inner, sub) for x in s])
+            return last_token([x for s in sentences(inner, sub) for x in s])
     return None
 
 
@@ -234,35 +112,31 @@ def _last_number(sents: list[list]) -> str | None:
     for s in reversed(sents):
         for x in reversed(s):
             if isinstance(x, Span):
-                if _is_number(x.inner):
+                if is_number(x.inner):
                     return x.inner.strip().rstrip(".,;")
             else:
-                nums = _numbers(x)
+                nums = numbers(x)
                 if nums:
                     return nums[-1]
     return None
 
 
-def _joined(group: list[str]) -> str:
-    return group[0] if len(group) == 1 else ", ".join(group)
-
-
 def find_answer(text: str, *, fallback_last_number: bool = True) -> tuple[str | None, str]:
     """``(answer, how)`` for a model response; see the module docstring. ``how`` names the
-    rule (``box``, ``bare``, ``phrase``, ``sentence``, ``bold``, ``last_number``, or ``none``)."""
+    rule (``box``, ``heading``, ``####``, ``phrase``, ``bare``, ``last_line``, ``sentence``,
+    ``bold``, ``last_number``, or ``none``)."""
     if not isinstance(text, str) or not text.strip():
         return None, "none"
     text = prepare_text(text)
-    found = boxes(text)
     spans = math_spans(text)
-    if found:
-        ans = _strong(text, spans, found[-1].end)
-        return (ans, "phrase") if ans else (_joined(last_box_group(text, found)), "box")
+    marked = marked_answer(text, spans, boxes(text))
+    if marked:
+        return marked
     if is_bare(text, spans):
         return text.strip() or None, "bare"
-    ans = _strong(text, spans)
+    ans = _last_line(text)
     if ans:
-        return ans, "phrase"
+        return ans, "last_line"
     sents = sentences(text, spans)
     for idx in range(len(sents) - 1, -1, -1):
         if not _filler(sents[idx]):
@@ -270,7 +144,7 @@ def find_answer(text: str, *, fallback_last_number: bool = True) -> tuple[str | 
             if ans:
                 return ans, "phrase"
             if any(isinstance(x, Span) for x in sents[idx]):
-                ans = _last_token(sents[idx])
+                ans = last_token(sents[idx])
                 if ans:
                     return ans, "sentence"
             break
@@ -299,13 +173,13 @@ def gold_answer(gold: str) -> str:
     text = prepare_text(gold)
     found = boxes(text)
     if found:
-        return _joined(last_box_group(text, found))
+        return joined(last_box_group(text, found))
     spans = math_spans(text)
     if is_bare(text, spans):
         return text.strip()
-    ans = _strong(text, spans)
-    if ans:
-        return ans
+    marked = marked_answer(text, spans, [])
+    if marked:
+        return marked[0]
     sents = sentences(text, spans)
     for idx in range(len(sents) - 1, -1, -1):
         ans = _phrase_in(sents, idx)
@@ -319,7 +193,7 @@ def extract_gold_from_solution(solution_text: str) -> str:
     text after GSM8K's ``####``. Raises UserError when there is neither."""
     group = last_box_group(prepare_text(solution_text))
     if group:
-        return _joined(group)
+        return joined(group)
     if "####" in solution_text:
         return solution_text.rsplit("####", 1)[1].strip()
     raise UserError(f"no \\boxed{{}} or #### answer in solution {solution_text[:60]!r}...")
@@ -328,4 +202,4 @@ def extract_gold_from_solution(solution_text: str) -> str:
 def last_boxed(text: str) -> str | None:
     """The last box group of *text* as one answer (contents joined by ``, ``), or None."""
     group = last_box_group(prepare_text(text))
-    return _joined(group) if group else None
+    return joined(group) if group else None

@@ -1,0 +1,144 @@
+"""Marked answers: the answers a response points at, and which of them wins.
+
+A *mark* (its name is the verdict's ``answer_from``):
+
+- ``box``: the last group of ``\\boxed{}``/``\\fbox{}`` (:func:`spans.last_box_group`).
+- ``heading``: an answer heading or a labelled answer line, at the start of a line: ``# Answer``
+  (PRM800K), ``## Final Answer``, ``**Final Answer**``, ``**Final answer:** (-1, 6)``,
+  ``Answer: 3/4``, ``Final Answer: ...`` (Minerva). Its answer is the rest of its line, or the
+  next paragraph when the heading ends its line: taken whole when it is bare (``7i - 2``,
+  ``No solution``), else read like a phrase's.
+- ``####``: GSM8K's final line; its answer is the rest of the line, whole (``#### 6+9i`` gives
+  ``6+9i``, never its last number).
+- ``phrase``: "final answer is", "the answer is", "the answers are", "answer:" in a sentence,
+  followed in that sentence by the answer (:func:`reading.answer_in`); "final answer" alone
+  (``To get the final answer, we ...``) marks nothing. Also after a phrase that ends its line
+  with ``is``/``:`` (``The final answer is:`` then a display), the next paragraph.
+
+**The mark that comes last in the response wins**, whatever its kind. A response ends with its
+answer; what it wrote before is work, a first try, or a check. So a ``####`` line after a box
+wins (a GSM8K-trained model boxes a step, then writes its final line), and a box after a
+``####`` line wins (a model that corrected itself), where a fixed order of kinds gets one of
+the two wrong. Two guards keep this from taking comments: a phrase or heading counts only when
+what it marks states math (a digit, a command, an operator, or one letter: :func:`reading.mathy`)
+or, for a heading, is a bare answer; and a phrase whose sentence ends right after it (``so that
+is our final answer. Right, ...``) marks nothing. So ``\\boxed{5}. The answer is correct.``
+is still 5.
+
+Not covered: answers in other languages' headings (``答案``), and headings that are not at the
+start of a line; such responses fall through to the unmarked rules of :mod:`extract`.
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_right
+
+from dapo_bench.verifiers.math.reading import PHRASE, answer_in, is_bare, mathy
+from dapo_bench.verifiers.math.spans import Box, Span, last_box_group, math_spans, sentences
+
+_HEADING = re.compile(r"^[ \t>]*(?P<hash>#{1,6}[ \t]*)?(?P<b1>\*\*|__)?[ \t]*(?:the[ \t]+)?"
+                      r"(?:final[ \t]+)?answers?[ \t]*(?P<c1>:)?[ \t]*(?P<b2>\*\*|__)?[ \t]*"
+                      r"(?P<c2>:)?[ \t]*", re.IGNORECASE | re.MULTILINE)
+_HASHES = re.compile(r"####[ \t]*")
+_VERB = re.compile(r"[\s*]*(?:is|are|was|would\s+be|will\s+be|:|=)", re.IGNORECASE)
+_OPEN_END = re.compile(r"[\s*_]*(?:(?:is|are)\b[\s*_]*:?|:)[\s*_]*", re.IGNORECASE)
+TRIES = 16  # marks of one kind read from the end at most: bounds the work on long responses
+
+
+def joined(group: list[str]) -> str:
+    return group[0] if len(group) == 1 else ", ".join(group)
+
+
+def _outside(spans: list[Span], starts: list[int], pos: int) -> bool:
+    k = bisect_right(starts, pos) - 1
+    return k < 0 or spans[k].end <= pos
+
+
+def _paragraph(text: str, pos: int) -> str:
+    """From *pos* (blank lines skipped) to the next blank line; at most 2,000 characters."""
+    while pos < len(text) and text[pos].isspace():
+        pos += 1
+    end = text.find("\n\n", pos, pos + 2000)
+    return text[pos:end if end >= 0 else pos + 2000]
+
+
+def line_answer(block: str) -> str | None:
+    """The answer a heading or ``####`` marks: *block* whole when it is bare, else the answer
+    at its start (:func:`reading.answer_in`), when that states math."""
+    s = block.strip()
+    if s.startswith("**") and s.endswith("**") and len(s) > 4:
+        s = s[2:-2].strip()
+    spans = math_spans(s)
+    if s and is_bare(s, spans):
+        return s.rstrip(".").strip() or None
+    sents = sentences(s, spans)
+    ans = answer_in(sents[0]) if sents else None
+    return ans if ans and mathy(ans) else None
+
+
+def _after(text: str, pos: int, direct: bool) -> str | None:
+    """The answer a phrase ending at *pos* marks (module docstring), or None."""
+    rest = text[pos:pos + 4000]
+    if re.match(r"[ \t*]*[.!?](?:\s|$)", rest):  # its sentence ended: what follows is not it
+        return None
+    line = rest.split("\n", 1)[0]
+    if _OPEN_END.fullmatch(line):  # "The final answer is:" then the answer below
+        return line_answer(_paragraph(text, pos + len(line)))
+    if not line.strip(" \t*_:"):
+        return None  # "final answer" ending its line: a heading (or nothing)
+    sents = sentences(rest, math_spans(rest))
+    ans = answer_in(sents[0], direct=direct) if sents else None
+    return ans if ans and mathy(ans) else None
+
+
+def _headings(text: str, spans: list[Span], starts: list[int]) -> list[re.Match]:
+    out = []
+    for m in _HEADING.finditer(text):
+        eol = text.find("\n", m.end())
+        rest = text[m.end():eol if eol >= 0 else len(text)]
+        if not _outside(spans, starts, m.start()):
+            continue
+        if (m.group("hash") or (m.group("b1") and m.group("b2")) or m.group("c1")
+                or m.group("c2") or not rest.strip(" \t*_")):
+            out.append(m)
+    return out
+
+
+def marked_answer(text: str, spans: list[Span], found: list[Box]) -> tuple[str, str] | None:
+    """``(answer, mark)`` of the last mark in *text* (module docstring), or None."""
+    starts = [sp.start for sp in spans]
+    cands: list[tuple[int, str, str]] = []
+    if found:
+        cands.append((found[-1].start, joined(last_box_group(text, found)), "box"))
+    heads = _headings(text, spans, starts)
+    for m in heads[::-1][:TRIES]:
+        eol = text.find("\n", m.end())
+        rest = text[m.end():eol if eol >= 0 else len(text)]
+        ans = line_answer(rest if rest.strip(" \t*_:") else _paragraph(text, m.end()))
+        if ans:
+            cands.append((m.start(), ans, "heading"))
+            break
+    hashes = [m for m in _HASHES.finditer(text) if _outside(spans, starts, m.start())]
+    for m in hashes[::-1][:TRIES]:
+        eol = text.find("\n", m.end())
+        ans = line_answer(text[m.end():eol if eol >= 0 else len(text)])
+        if ans:
+            cands.append((m.start(), ans, "####"))
+            break
+    ranges = [(m.start(), m.end()) for m in heads]
+    phrases = [m for m in PHRASE.finditer(text) if m.group(0) != "####"
+               and _outside(spans, starts, m.start())
+               and not any(a <= m.start() < b for a, b in ranges[-TRIES:])]
+    for m in phrases[::-1][:TRIES]:
+        strong = m.group(0).lower().startswith("final")
+        if strong and not m.group(0).lower().endswith("is") and not _VERB.match(text, m.end()):
+            continue  # "To get the final answer, we ...": not a statement of it
+        ans = _after(text, m.end(), direct=not strong)
+        if ans:
+            cands.append((m.start(), ans, "phrase"))
+            break
+    if not cands:
+        return None
+    _, ans, how = max(cands, key=lambda c: c[0])
+    return ans, how
