@@ -32,7 +32,8 @@ _NUMBER = re.compile(r"(?:(?<=\\boxed\{)|(?<![\w.\\^_{:]))-?(?:\d+(?::\d+)+|(?:\
                      r"(?:\\?%)?(?![\d{^_]|\\[a-zA-Z]|[.,]\d)")
 # a number next to one of these is part of a larger expression (``2 + 3``, ``(-1, 6)``)
 _OP_BEFORE = re.compile(r"(?:(?<!\\boxed)\{|[-+*/^_(\[|\\]|[\d)]\s*,|[\d)]\s*(?:,\s*)?\b(?:and|or))\s*$")
-_OP_AFTER = re.compile(r"^\s*(?:[-+*/^_)}\]|]|,\s*-?\d|\\(?:cdot|times|div|pm)\b)")
+_OP_AFTER = re.compile(r"^\s*(?:[-+*/^_)}\]|]|,\s*-?\d|(?:,\s*)?(?:and|or)\s+-?\$?\d"
+                       r"|\\(?:cdot|times|div|pm)\b)")
 PROSE = frozenset("is are was were the so thus therefore hence we get gives give answer then "  # noqa: SIM905
                   "which that because since find found have has be let this it of to for with "
                   "by from final equals".split())
