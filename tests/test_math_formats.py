@@ -7,7 +7,6 @@ answers, so a rule that passes everything fails here. ``FORMATS`` is also read b
 """
 
 import pytest
-
 from dapo_bench.verifiers.math import MathVerifier
 from dapo_bench.verifiers.math.extract import find_answer
 
@@ -33,23 +32,23 @@ FORMATS = {
     "minerva": [
         ("So $x = 10,455$.\nFinal Answer: The final answer is $10,455$. I hope it is correct.",
          "10455", T, "phrase"),
-        ("Hence the sum is $\\frac{1}{2}$.\nFinal Answer: The final answer is $\\frac{1}{2}$. "
-         "I hope it is correct.", "0.5", T, "phrase"),
+        (("Hence the sum is $\\frac{1}{2}$.\nFinal Answer: The final answer is $\\frac{1}{2}$. "
+          "I hope it is correct."), "0.5", T, "phrase"),
         ("Final Answer: The final answer is $(2,-3)$. I hope it is correct.", "(2,3)", F,
          "phrase"),
     ],
     # Qwen2.5-Math / DeepSeek-R1 style: a "**Final Answer**" heading, then a boxed display.
     "final_answer_box": [
         ("Adding, $12 + 30 = 42$.\n\n**Final Answer**\n\\[\n\\boxed{42}\n\\]", "42", T, "box"),
-        ("</think>\nThe roots are $2$ and $3$.\n\n**Final Answer**\nThe roots are "
-         "$\\boxed{2}$ and $\\boxed{3}$.", "2, 3", T, "box"),
+        (("</think>\nThe roots are $2$ and $3$.\n\n**Final Answer**\nThe roots are "
+          "$\\boxed{2}$ and $\\boxed{3}$."), "2, 3", T, "box"),
         ("Adding, $12 + 30 = 42$.\n\n**Final Answer**\n\\[\n\\boxed{42}\n\\]", "24", F, "box"),
     ],
     # Llama 3.x Instruct on MATH: "## Step k:" sections, then "The final answer is: $\boxed{X}$"
     # (and without the box when the model forgets it).
     "llama_steps": [
-        ("## Step 1: Expand\n$(x+1)^2 = x^2+2x+1$.\n\n## Step 2: Evaluate at 3\n$16$.\n\n"
-         "The final answer is: $\\boxed{16}$", "16", T, "box"),
+        (("## Step 1: Expand\n$(x+1)^2 = x^2+2x+1$.\n\n## Step 2: Evaluate at 3\n$16$.\n\n"
+          "The final answer is: $\\boxed{16}$"), "16", T, "box"),
         ("## Step 1: Count\nThere are $4 \\cdot 5 = 20$ pairs.\n\nThe final answer is: 20",
          "20", T, "phrase"),
         ("## Step 1: Count\nThere are $4 \\cdot 5 = 20$ pairs.\n\nThe final answer is: 20",
@@ -80,7 +79,7 @@ FORMATS = {
          "heading"),
         ("## Final Answer\n\nThe area is $12\\sqrt{2}$ square units.", "12\\sqrt2", T,
          "heading"),
-        ("Putting it together, the total is **18**.", "18", T, "bold"),
+        ("Putting it together, the total is **18**.", "18", T, "sentence"),
     ],
     # openai/simple-evals' math prompt: the last line is "Answer: $ANSWER".
     "answer_line": [
@@ -110,7 +109,7 @@ NO_FRAGMENT = [
     ("The distance works out to \\sqrt{53} units in the end", None),
     ("the point is (-1, 6) and nothing else follows", None),
     ("so a share of \\frac{3}{4} goes to each", None),
-    ("the candidates are 1, 2, 3, 4 and 5", None),
+    ("the candidates are 1, 2, 3, 4 and 5", "1, 2, 3, 4 and 5"),  # whole: a list, fails "5"
     ("So that is our final answer. Right, let us move on.", None),
     ("I think 5 works, so that is our final answer. Right, let me check it.", "5"),
 ]

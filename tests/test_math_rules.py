@@ -72,7 +72,7 @@ EXTRACT = [
     ("**Final Answer**\n5", "5", "heading"), ("Total: **42 apples** in the basket", "42 apples", "bold"),
     (r"Step one uses \frac{10}{9} of it. Step two cuts 3 pieces and x^{2} more", "3", "last_number"),
     (r"We use $\frac{10}{9}$ of it, so 3 remain", r"\frac{10}{9}", "sentence"),
-    (r"We know $x^2=9$ here and it is fine", "x^2=9", "sentence"),
+    (r"We know $x^2=9$ here and it is fine", "9", "sentence"),
     ("So $10,200 + $255 = $10,455. Final Answer: The final answer is $10,455$.", "10,455", "phrase"),
     ("The pair $(7, 6)$ solves it. <|im_start|>user\nWhat is 2+2?", "(7, 6)", "sentence"),
     ("Answer $ \n 9 \n $", None, "none"), ("The time is 12:00 now, we are done", "12:00", "last_number"),

@@ -42,6 +42,7 @@ from dapo_bench.verifiers.math.reading import (
     is_bare,
     is_number,
     last_token,
+    lead_expression,
     numbers,
 )
 from dapo_bench.verifiers.math.spans import (
@@ -58,6 +59,11 @@ from dapo_bench.errors import UserError
 MAX_TEXT = 100_000  # characters of a model response we scan at all; longer is too_large
 
 _BOLD = re.compile(r"\*\*([^*\n]{1,200})\*\*")
+_RELATION = re.compile(r"\\(?:leq?|geq?|neq?|approx|equiv|pmod|bmod|mod|in|subset|sim|cong)(?![a-zA-Z])"
+                       r"|[<>,;]|\band\b|\bor\b|\\begin")
+_NAME = re.compile(r"\s*[A-Za-z](?:_\{?\w+\}?)?\s*")  # x, a_1, a_{10}: what "x = 3" names
+_IS = re.compile(r"\b(?:is|are|equals|be)\s+|=\s*")
+_SPAN_ONLY = re.compile(r"[\s.,;:!]*")
 
 
 def _filler(sentence: list) -> bool:
@@ -94,7 +100,58 @@ def _last_line(text: str) -> str | None:
     line = re.sub(r"^A:\s*", "", line)  # "Q: ... A: 18", the few-shot GSM8K form
     if not line or len(line) > 200 or not re.search(r"\d|\\[a-zA-Z]", line):
         return None
-    return line.rstrip(".").strip() if is_bare(line, math_spans(line)) else None
+    spans = math_spans(line)
+    if spans:  # math spans and separators only: "$x = 5$", "$1$, $2$"
+        prose = "".join(line[a.end:b.start] for a, b in zip([Span(0, 0, ""), *spans], spans))
+        prose += line[spans[-1].end:]
+        return line.rstrip(".").strip() if _SPAN_ONLY.fullmatch(prose) else None
+    expr = lead_expression(line)  # one whole expression and nothing else: "7i - 2"
+    return expr if expr is not None and expr == line.rstrip(". ") else None
+
+
+def value_of(ans: str) -> str:
+    """The value an unmarked final statement gives: the right side of ``f(1000)=1016``,
+    ``a+b=12``, ``x(x+2)+(x+2) = (x+1)(x+2)`` (what the sentence says the quantity IS). Kept
+    whole: a name and its value (``x = 5``, ``y = 2x + 3``: the comparator reads those), an
+    equation ``= 0`` in two or more variables (a line, a plane), anything with a relation, a
+    list or a matrix in it (``-\\frac{a}{6} = 1 and a = -6``, ``a \\equiv 1``). Marked
+    answers (a box, a heading, a "final answer" statement) are never cut: what a response
+    marks as its answer is compared as written."""
+    if "=" not in ans or _RELATION.search(ans):
+        return ans
+    inner = re.fullmatch(r"\s*(\$\$?|\\\[|\\\()(.*?)(\$\$?|\\\]|\\\))\s*\.?\s*", ans, re.DOTALL)
+    if inner:
+        ans = inner.group(2)
+    depth, cuts = 0, []
+    for i, ch in enumerate(ans):
+        depth += ch in "({["
+        depth -= ch in ")}]"
+        if ch == "=" and depth == 0:
+            cuts.append(i)
+    if not cuts or _NAME.fullmatch(ans[:cuts[0]]):
+        return ans
+    rhs = ans[cuts[-1] + 1:].strip().rstrip(".").strip()
+    names = set(re.findall(r"(?<![\\A-Za-z])[A-Za-z](?![A-Za-z])", ans[:cuts[0]]))
+    if rhs == "0" and len(names) >= 2:  # "x-2y+z-1=0": the equation of a plane is the answer
+        return ans
+    return rhs or ans
+
+
+def _no_span_statement(sentence: list) -> str | None:
+    """``Therefore, the midpoint is (-1,6)``: the whole expression after the sentence's last
+    ``is``/``=``, when it ends the sentence (at most two words, a unit, after it)."""
+    text = " ".join(x for x in sentence if isinstance(x, str))
+    last = None
+    for last in _IS.finditer(text):
+        pass
+    if last is None:
+        return None
+    rest = text[last.end():]
+    expr = lead_expression(rest)
+    if expr is None:
+        return None
+    tail = rest[rest.find(expr) + len(expr):].strip(" .,!*")
+    return expr if len(tail.split()) <= 2 and not PHRASE.search(tail) else None
 
 
 def _bold(text: str) -> str | None:
@@ -136,17 +193,19 @@ def find_answer(text: str, *, fallback_last_number: bool = True) -> tuple[str | 
         return text.strip() or None, "bare"
     ans = _last_line(text)
     if ans:
-        return ans, "last_line"
+        return value_of(ans), "last_line"
     sents = sentences(text, spans)
     for idx in range(len(sents) - 1, -1, -1):
         if not _filler(sents[idx]):
             ans = _phrase_in(sents, idx)
             if ans:
-                return ans, "phrase"
+                return value_of(ans), "phrase"
             if any(isinstance(x, Span) for x in sents[idx]):
                 ans = last_token(sents[idx])
-                if ans:
-                    return ans, "sentence"
+            else:
+                ans = _no_span_statement(sents[idx])
+            if ans:
+                return value_of(ans), "sentence"
             break
     for idx in range(len(sents) - 1, -1, -1):
         ans = _phrase_in(sents, idx)

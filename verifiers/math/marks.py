@@ -10,10 +10,12 @@ A *mark* (its name is the verdict's ``answer_from``):
   ``No solution``), else read like a phrase's.
 - ``####``: GSM8K's final line; its answer is the rest of the line, whole (``#### 6+9i`` gives
   ``6+9i``, never its last number).
-- ``phrase``: "final answer is", "the answer is", "the answers are", "answer:" in a sentence,
-  followed in that sentence by the answer (:func:`reading.answer_in`); "final answer" alone
-  (``To get the final answer, we ...``) marks nothing. Also after a phrase that ends its line
-  with ``is``/``:`` (``The final answer is:`` then a display), the next paragraph.
+- ``phrase``: "final answer is" / "final answer:" in a sentence, followed in that sentence by
+  the answer (:func:`reading.answer_in`); "final answer" alone (``To get the final answer, we
+  ...``) marks nothing. After ``The final answer is:`` ending its line, the next paragraph.
+  The weaker phrases ("the answer is", "our answer:") are not marks: chatty solutions write
+  them about intermediate results and checks (``we can check our answer: $\\sqrt{81}=9$``);
+  :mod:`extract` reads them in the final sentence, after the marks.
 
 **The mark that comes last in the response wins**, whatever its kind. A response ends with its
 answer; what it wrote before is work, a first try, or a check. So a ``####`` line after a box
@@ -34,13 +36,14 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 
-from dapo_bench.verifiers.math.reading import PHRASE, answer_in, is_bare, mathy
+from dapo_bench.verifiers.math.reading import answer_in, is_bare, mathy
 from dapo_bench.verifiers.math.spans import Box, Span, last_box_group, math_spans, sentences
 
 _HEADING = re.compile(r"^[ \t>]*(?P<hash>#{1,6}[ \t]*)?(?P<b1>\*\*|__)?[ \t]*(?:the[ \t]+)?"
                       r"(?:final[ \t]+)?answers?[ \t]*(?P<c1>:)?[ \t]*(?P<b2>\*\*|__)?[ \t]*"
                       r"(?P<c2>:)?[ \t]*", re.IGNORECASE | re.MULTILINE)
 _HASHES = re.compile(r"####[ \t]*")
+_STRONG = re.compile(r"final\s+answer(?:\s+is)?", re.IGNORECASE)
 _VERB = re.compile(r"[\s*]*(?:is|are|was|would\s+be|will\s+be|:|=)", re.IGNORECASE)
 _OPEN_END = re.compile(r"[\s*_]*(?:(?:is|are)\b[\s*_]*:?|:)[\s*_]*", re.IGNORECASE)
 TRIES = 16  # marks of one kind read from the end at most: bounds the work on long responses
@@ -77,7 +80,7 @@ def line_answer(block: str) -> str | None:
     return ans if ans and mathy(ans) else None
 
 
-def _after(text: str, pos: int, direct: bool) -> str | None:
+def _after(text: str, pos: int) -> str | None:
     """The answer a phrase ending at *pos* marks (module docstring), or None."""
     rest = text[pos:pos + 4000]
     if re.match(r"[ \t*]*[.!?](?:\s|$)", rest):  # its sentence ended: what follows is not it
@@ -88,7 +91,7 @@ def _after(text: str, pos: int, direct: bool) -> str | None:
     if not line.strip(" \t*_:"):
         return None  # "final answer" ending its line: a heading (or nothing)
     sents = sentences(rest, math_spans(rest))
-    ans = answer_in(sents[0], direct=direct) if sents else None
+    ans = answer_in(sents[0]) if sents else None
     return ans if ans and mathy(ans) else None
 
 
@@ -127,14 +130,12 @@ def marked_answer(text: str, spans: list[Span], found: list[Box]) -> tuple[str, 
             cands.append((m.start(), ans, "####"))
             break
     ranges = [(m.start(), m.end()) for m in heads]
-    phrases = [m for m in PHRASE.finditer(text) if m.group(0) != "####"
-               and _outside(spans, starts, m.start())
+    phrases = [m for m in _STRONG.finditer(text) if _outside(spans, starts, m.start())
                and not any(a <= m.start() < b for a, b in ranges[-TRIES:])]
     for m in phrases[::-1][:TRIES]:
-        strong = m.group(0).lower().startswith("final")
-        if strong and not m.group(0).lower().endswith("is") and not _VERB.match(text, m.end()):
+        if not m.group(0).lower().endswith("is") and not _VERB.match(text, m.end()):
             continue  # "To get the final answer, we ...": not a statement of it
-        ans = _after(text, m.end(), direct=not strong)
+        ans = _after(text, m.end())
         if ans:
             cands.append((m.start(), ans, "phrase"))
             break
