@@ -18,6 +18,8 @@ Sets (each a list of (response, gold, label), the label saying whether the respo
   ``.stepwise-critic.parquet``, commit df7f9ba; steps joined by newlines, the ``# Answer``
   step is not in that copy): ``--prm800k-repo`` is its git dir (``git clone
   https://github.com/xhghhh/Enhancing-PRM800K``; the files were removed from its HEAD).
+- ``prm800k-shifted``, ``gsm8k-shifted``: the same responses, each against another
+  problem's gold (label: wrong; see :func:`shifted`): false "equal" by accident.
 - ``mv-long``: math-verify's own long cases (model responses; see ``math_verify_cases.py``),
   when ``--math-verify-repo`` is given.
 - ``formats``: the format families of ``tests/test_math_formats.py`` (written shapes).
@@ -80,6 +82,19 @@ def prm800k_solved(repo: str) -> list[tuple[str, str, bool]]:
     return out
 
 
+def shifted(pairs: list, step: int = 7) -> list[tuple[str, str, bool]]:
+    """Each response against another problem's gold (label: wrong): a precision check. A
+    response that passes here passed by accident (a list of candidates, a stray number).
+    Pairs whose two golds read the same (spaces, ``$`` and a trailing ``.0`` aside) are
+    left out."""
+    def key(g: str) -> str:
+        g = g.replace(" ", "").replace("$", "")
+        return g.removesuffix(".0")
+    n = len(pairs)
+    out = [(pairs[i][0], pairs[(i + step) % n][1], False) for i in range(n)]
+    return [p for i, p in enumerate(out) if key(p[1]) != key(pairs[i][1])]
+
+
 def formats() -> list[tuple[str, str, bool]]:
     sys.path.insert(0, str(ROOT / "tests"))
     from test_math_formats import FORMATS
@@ -124,9 +139,11 @@ def before(rev: str, sets: dict) -> dict[str, list[bool]]:
         src = Path(tmp, "pairs.json")
         src.write_text(json.dumps(sets))
         env = {**os.environ, "PYTHONPATH": tmp}
-        code = ("import json, sys; sys.path.insert(0, %r); from verify_math_corpus import ours; "
-                "sets = json.load(open(%r)); print(json.dumps({k: ours(v) for k, v in sets.items()}))"
-                % (str(ROOT / "bench"), str(src)))
+        bench = str(ROOT / "bench")
+        code = (f"import json, sys; sys.path.insert(0, {bench!r}); "
+                "from verify_math_corpus import ours; "
+                f"sets = json.load(open({str(src)!r})); "
+                "print(json.dumps({k: ours(v) for k, v in sets.items()}))")
         res = subprocess.run([sys.executable, "-c", code], env=env, cwd=tmp, capture_output=True,
                              text=True, check=True)
         return json.loads(res.stdout.strip().splitlines()[-1])
@@ -151,6 +168,9 @@ def main() -> None:
         sets["gsm8k-gpt3"] = gsm8k_gpt3(args.gsm8k_repo)
     if args.prm800k_repo:
         sets["prm800k-solved"] = prm800k_solved(args.prm800k_repo)
+        sets["prm800k-shifted"] = shifted(sets["prm800k-solved"])
+    if args.gsm8k_repo:
+        sets["gsm8k-shifted"] = shifted(sets["gsm8k-gpt3"][::4], step=1)
     if args.math_verify_repo:
         sets["mv-long"] = mv_long(args.math_verify_repo)
     old = before(args.before, sets) if args.before else {}
