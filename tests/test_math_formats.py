@@ -87,6 +87,25 @@ FORMATS = {
         ("Simplify the fraction $\\frac{6}{8}$.\nAnswer: 3/4", "4", F, "heading"),
         ("Solve for $x$.\nANSWER: $x = -2$", "-2", T, "heading"),
     ],
+    # openai/prm800k phase 1 (GPT-4, step by step, one step a line, no marker): the final
+    # statement gives the answer, often as "quantity = value" or "there are N ...", and a
+    # remark may follow it.
+    "chat_statement": [
+        ("We have $m=5$ and $n=24$.\nSo, $m+n=29$.\nAnd that is our final answer.", "29", T,
+         "sentence"),
+        ("We have $m=5$ and $n=24$.\nSo, $m+n=29$.\nAnd that is our final answer.", "24", F,
+         "sentence"),
+        (("So 8!/2!6! is equal to 8*7/2 which is 28.\nSo there are 28 ways to choose 2 cooks "
+         "from a group of 8 people."), "28", T, "sentence"),
+        (("So 8!/2!6! is equal to 8*7/2 which is 28.\nSo there are 28 ways to choose 2 cooks "
+         "from a group of 8 people."), "8", F, "sentence"),
+        ("The averages are -1 and 6.\nTherefore, the midpoint is (-1,6).\nRight.", "(-1,6)", T,
+         "sentence"),
+        ("Then $DM=4$.\nSo $BD = DM - BM = 4 - 1 = 3$.\nCorrect. $BD=3$.", "3", T, "sentence"),
+        ("Then $DM=4$.\nSo $BD = DM - BM = 4 - 1 = 3$.\nCorrect. $BD=3$.", "4", F, "sentence"),
+        ("The normal is $\\langle -1,2,1\\rangle$.\nSo the plane is $x-2y+z-1=0$.",
+         "x-2y+z-1=0", T, "sentence"),
+    ],
     # Base models and short-prompt chats: the answer alone on the last line, no marker.
     "last_line": [
         ("The rotation multiplies by $i$: $(7+2i)i$.\n\n7i - 2", "-2+7i", T, "last_line"),

@@ -64,6 +64,10 @@ _RELATION = re.compile(r"\\(?:leq?|geq?|neq?|approx|equiv|pmod|bmod|mod|in|subse
 _NAME = re.compile(r"\s*[A-Za-z](?:_\{?\w+\}?)?\s*")  # x, a_1, a_{10}: what "x = 3" names
 _IS = re.compile(r"\b(?:is|are|equals|be)\s+|=\s*")
 _SPAN_ONLY = re.compile(r"[\s.,;:!]*")
+_OPENER = re.compile(r"[\s,]*(?:(?:so|thus|therefore|hence|then|right|and|that|means|in|total|"
+                     r"all|overall|altogether|finally)[\s,.]*)*", re.IGNORECASE)
+_THERE = re.compile(r"\bthere\s+(?:are|is|were|was|will\s+be)\s+(?:(?:exactly|only|indeed|just|"
+                    r"a\s+total\s+of|in\s+total|then)\s+)*", re.IGNORECASE)
 
 
 def _filler(sentence: list) -> bool:
@@ -137,6 +141,28 @@ def value_of(ans: str) -> str:
     return rhs or ans
 
 
+def _counted(sentence: list) -> str | None:
+    """``So there are 28 ways to choose 2 cooks from 8 people``, ``there are $40$ integers
+    $x$ that satisfy ...``: the count the sentence states, not its last number."""
+    for k, x in enumerate(sentence):
+        if isinstance(x, Span):
+            return None  # "The probability is $\\frac{5}{36}$, since there are 36 outcomes"
+        for m in _THERE.finditer(x):
+            if not _OPENER.fullmatch(x[:m.start()]):
+                return None
+            rest = x[m.end():]
+            if re.match(r"\d+\s+[A-Za-z]+\s+(?:and|or)\s+\d", rest):  # "3 red and 4 blue"
+                return None
+            if not rest.strip() and k + 1 < len(sentence) and isinstance(sentence[k + 1], Span):
+                inner = sentence[k + 1].inner.strip()
+                if is_number(inner):
+                    return inner
+            num = re.match(r"(\d{1,3}(?:,\d{3})+|\d+)\s+[A-Za-z]", rest)
+            if num:
+                return num.group(1)
+    return None
+
+
 def _no_span_statement(sentence: list) -> str | None:
     """``Therefore, the midpoint is (-1,6)``: the whole expression after the sentence's last
     ``is``/``=``, when it ends the sentence (at most two words, a unit, after it)."""
@@ -200,9 +226,10 @@ def find_answer(text: str, *, fallback_last_number: bool = True) -> tuple[str | 
             ans = _phrase_in(sents, idx)
             if ans:
                 return value_of(ans), "phrase"
-            if any(isinstance(x, Span) for x in sents[idx]):
+            ans = _counted(sents[idx])
+            if ans is None and any(isinstance(x, Span) for x in sents[idx]):
                 ans = last_token(sents[idx])
-            else:
+            elif ans is None:
                 ans = _no_span_statement(sents[idx])
             if ans:
                 return value_of(ans), "sentence"
