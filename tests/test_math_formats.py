@@ -80,6 +80,11 @@ FORMATS = {
         ("## Final Answer\n\nThe area is $12\\sqrt{2}$ square units.", "12\\sqrt2", T,
          "heading"),
         ("Putting it together, the total is **18**.", "18", T, "sentence"),
+        ("Both cases agree.\n\n**Answer: 5**", "5", T, "heading"),
+        ("Both cases agree.\n\n**Final Answer**\n\nThe minimum value is 1/2, attained at x=1.",
+         "\\frac12", T, "heading"),
+        ("Both cases agree.\n\n**Final Answer**\n\nThe minimum value is 1/2, attained at x=1.",
+         "1", F, "heading"),
     ],
     # openai/simple-evals' math prompt: the last line is "Answer: $ANSWER".
     "answer_line": [

@@ -36,7 +36,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 
-from dapo_bench.verifiers.math.reading import answer_in, is_bare, mathy
+from dapo_bench.verifiers.math.reading import after_is, answer_in, is_bare, mathy
 from dapo_bench.verifiers.math.spans import Box, Span, last_box_group, math_spans, sentences
 
 _HEADING = re.compile(r"^[ \t>]*(?P<hash>#{1,6}[ \t]*)?(?P<b1>\*\*|__)?[ \t]*(?:the[ \t]+)?"
@@ -67,16 +67,15 @@ def _paragraph(text: str, pos: int) -> str:
 
 
 def line_answer(block: str) -> str | None:
-    """The answer a heading or ``####`` marks: *block* whole when it is bare, else the answer
-    at its start (:func:`reading.answer_in`), when that states math."""
-    s = block.strip()
-    if s.startswith("**") and s.endswith("**") and len(s) > 4:
-        s = s[2:-2].strip()
+    """The answer a heading or ``####`` marks: *block* whole when it is bare, else what its
+    first sentence says something *is* (:func:`reading.after_is`), else the answer at its
+    start (:func:`reading.answer_in`); only when that states math."""
+    s = block.strip().strip("*").strip()  # "**Answer: 5**": the bold around the heading
     spans = math_spans(s)
     if s and is_bare(s, spans):
         return s.rstrip(".").strip() or None
     sents = sentences(s, spans)
-    ans = answer_in(sents[0]) if sents else None
+    ans = (after_is(sents[0]) or answer_in(sents[0])) if sents else None
     return ans if ans and mathy(ans) else None
 
 

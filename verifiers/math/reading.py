@@ -192,6 +192,25 @@ def answer_in(items: list, *, direct: bool = False) -> str | None:
     return tok if tok is not None else _words(items)
 
 
+_IS_END = re.compile(r"\b(?:is|are|equals|be)\s*:?\s*$|=\s*$", re.IGNORECASE)
+_IS_MID = re.compile(r"\b(?:is|are|equals|be)\s*:?\s+|=\s*", re.IGNORECASE)
+
+
+def after_is(items: list) -> str | None:
+    """The answer a statement gives right after its first ``is``/``are``/``=``: ``The minimum
+    value is $\\frac{1}{2}$, attained at $x=1$`` gives ``\\frac{1}{2}``, ``The minimum value is
+    1/2, attained at x=1`` gives ``1/2``; None when no whole expression follows it."""
+    for k, x in enumerate(items):
+        if isinstance(x, Span):
+            return None  # a span before any "is": the sentence is not "<name> is <answer>"
+        if _IS_END.search(x) and k + 1 < len(items) and isinstance(items[k + 1], Span):
+            return _run_forward(items, k + 1) or None
+        m = _IS_MID.search(x)
+        if m:
+            return lead_expression(x[m.end():])
+    return None
+
+
 def prose_of(text: str, spans: list[Span]) -> str:
     out, pos = [], 0
     for sp in spans:
