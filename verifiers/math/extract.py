@@ -1,33 +1,40 @@
 """Finding the final answer in a model response, and the answer in a gold that is written out.
 
-:func:`find_answer` returns ``(answer, how)``; the first rule that finds something wins:
+:func:`find_answer` returns ``(answer, how)``; ``how`` is the verdict's ``answer_from``. The
+first of these that finds something wins:
 
-1. ``box``: the last group of ``\\boxed{}``/``\\fbox{}``. Boxes joined only by separators,
-   ``and``/``or`` or a few words (``$\\boxed{2}$ and $\\boxed{-3}$``, ``\\boxed{1} papers and
-   \\boxed{2} bins``) form one group, read as a list of their distinct contents; boxes with a
-   sentence between them do not (``\\boxed{5} was wrong, it is \\boxed{6}`` gives 6). A
-   group of several different answers is a list: it fails a single-valued gold.
+1. A **mark** (:mod:`marks`): ``box``, ``heading`` (``# Answer``, ``**Final answer:**``,
+   ``Answer: 3/4``), ``####`` or ``phrase`` ("final answer is"). When several are present,
+   the one that comes last in the response wins, whatever its kind.
 2. ``bare``: the prediction *is* an answer: no box, no answer phrase, no sentence break, and
-   outside its math spans at most three words, none of them prose (``is``, ``the``, ``we``...):
-   ``3\\frac12``, ``$\\frac13 $``, ``x\\geq 5``, ``18 dollars``, ``No solution``, ``$1$, $2$``.
-   Taken whole: no digits are ever pulled out of it.
-3. ``phrase`` in the final sentence (the last sentence with a math span or a digit):
-   "final answer (is)", "the answer is", "Answer:", ``####``, ``**Final Answer**``; the answer
-   is the math span right after it (several spans joined by separators: ``$12$ and $13$``),
-   else the last math span or number after it, else the words after it (``The answer is A.``).
-4. ``sentence``: the last math span of the final sentence (``\\[x=\\frac{7}{2}.\\]``, ``the
-   area is $12\\sqrt{2}$ square units``), or a number written after it (``The volume of
-   $ABCDEFGH$ is 120.``).
-5. ``phrase`` anywhere (the last one), then ``bold`` (the last ``**..**`` with a digit or
+   outside its math spans at most three words, none of them prose (``3\\frac12``,
+   ``$\\frac13 $``, ``x\\geq 5``, ``18 dollars``, ``No solution``). Taken whole.
+3. ``last_line``: the last line of a response of several lines, when it is one whole
+   expression alone (``7i - 2``, ``$\\frac{3}{4}$``; not ``Right. $x=2$``).
+4. The final sentence (the last with a math span or a digit): an answer phrase in it ("the
+   answer is", "Answer:") gives ``phrase``; else ``sentence``: the count it states (``So there
+   are 28 ways to choose 2 cooks from 8 people``), else its last math span
+   (``the area is $12\\sqrt{2}$ square units``; a span that only names something gives way to a
+   number after it), else, with no span, the expression after its last ``is`` (``the midpoint
+   is (-1,6)``).
+5. An answer phrase anywhere (the last), then ``bold`` (the last ``**..**`` with a digit or
    math in it), then, if ``fallback_last_number`` is on, ``last_number``: the last number
-   written as a number in prose or as a whole math span (``1,000``, ``.4``, ``2/3``), never one
-   inside a ``\\frac``, ``\\sqrt``, ``^{}``, ``_{}``, a word (``AZYUK2A``) or a larger span.
+   written as a whole number (:func:`reading.numbers`: never one inside ``\\sqrt{53}``,
+   ``(-1, 6)``, ``\\frac{3}{4}``, ``2 + 3``, or a list ``1, 2 and 3``), else ``none``.
+
+An unmarked final statement ``quantity = value`` (rules 3 and 4) gives its value
+(:func:`value_of`: ``f(1000)=1016`` gives 1016; ``x = 5`` and ``x-2y+z-1=0`` stay whole).
+What a response marks (rule 1) is never cut.
 
 Chat-template junk after the answer (``<|im_start|>user``) is cut off first, and doubled
 backslashes before commands (``\\\\boxed``) are undone (see :mod:`spans`).
 
+Not covered: answers stated only in words far from any marker, the first of several answers
+when a later one is marked, and languages other than English for headings and phrases.
+
 :func:`gold_answer` reads a gold the same way but conservatively: its box group, else the gold
-whole when it is bare, else its answer phrase, else the gold whole (prose golds stay prose).
+whole when it is bare, else its marked answer or answer phrase, else the gold whole (prose
+golds stay prose).
 """
 
 from __future__ import annotations

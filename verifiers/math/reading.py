@@ -9,8 +9,9 @@ share. Pure Python, no sympy.
   inside ``\\frac``, ``\\sqrt``, ``^{}``, ``_{}``, a word (``AZYUK2A``), an operation (``2 + 3``
   gives none; ``= 5`` counts: it is a result), a tuple (``(-1, 6)``) or a list (``1, 2 and 3``).
 - :func:`answer_in`: the answer stated right after an answer phrase (the math span after it,
-  its leading expression, and, unless *direct*, the last span or number of the sentence, then
+  its leading expression, else the last span or number of the sentence, then
   a few words such as ``A`` or ``No solution``; never a word that only comments, ``Right``).
+- :func:`after_is`: what a statement says something *is* (``The minimum is 1/2, at x=1``).
 - :func:`is_bare`: whether a text *is* an answer rather than a response.
 
 Not covered here: where a response's answer is (:mod:`marks`, :mod:`extract`), what an answer
@@ -172,7 +173,7 @@ def _words(items: list) -> str | None:
     return words
 
 
-def answer_in(items: list, *, direct: bool = False) -> str | None:
+def answer_in(items: list) -> str | None:
     """The answer in the words after an answer phrase (module docstring)."""
     items = [x for x in items if not (isinstance(x, str) and not x.strip(" \t*:\"'"))]
     if not items:
@@ -186,7 +187,7 @@ def answer_in(items: list, *, direct: bool = False) -> str | None:
     if not items:
         return None
     lead = lead_expression(items[0])
-    if lead is not None or direct:
+    if lead is not None:
         return lead
     tok = last_token(items)
     return tok if tok is not None else _words(items)
