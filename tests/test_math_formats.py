@@ -110,6 +110,12 @@ FORMATS = {
         ("Then $DM=4$.\nSo $BD = DM - BM = 4 - 1 = 3$.\nCorrect. $BD=3$.", "4", F, "sentence"),
         ("The normal is $\\langle -1,2,1\\rangle$.\nSo the plane is $x-2y+z-1=0$.",
          "x-2y+z-1=0", T, "sentence"),
+        ("Since 1995 is divisible by 3,\nthe remainder when $9^{1995}$ is divided by 7 is 1.",
+         "1", T, "sentence"),
+        ("Since 1995 is divisible by 3,\nthe remainder when $9^{1995}$ is divided by 7 is 1.",
+         "7", F, "sentence"),
+        ("The probability is $\\frac{5}{36}$, since there are 36 outcomes.", "\\frac{5}{36}", T,
+         "sentence"),
     ],
     # Base models and short-prompt chats: the answer alone on the last line, no marker.
     "last_line": [

@@ -67,9 +67,11 @@ MAX_TEXT = 100_000  # characters of a model response we scan at all; longer is t
 
 _BOLD = re.compile(r"\*\*([^*\n]{1,200})\*\*")
 _RELATION = re.compile(r"\\(?:leq?|geq?|neq?|approx|equiv|pmod|bmod|mod|in|subset|sim|cong)(?![a-zA-Z])"
-                       r"|[<>,;]|\band\b|\bor\b|\\begin")
+                       r"|[<>,;!]|\band\b|\bor\b|\\begin")
 _NAME = re.compile(r"\s*[A-Za-z](?:_\{?\w+\}?)?\s*")  # x, a_1, a_{10}: what "x = 3" names
 _IS = re.compile(r"\b(?:is|are|equals|be)\s+|=\s*")
+_CLAUSE = re.compile(r"\b(?:since|because|as|where|which|while|if|although|but|for)\b",
+                     re.IGNORECASE)
 _SPAN_ONLY = re.compile(r"[\s.,;:!]*")
 _OPENER = re.compile(r"[\s,]*(?:(?:so|thus|therefore|hence|then|right|and|that|means|in|total|"
                      r"all|overall|altogether|finally)[\s,.]*)*", re.IGNORECASE)
@@ -170,6 +172,16 @@ def _counted(sentence: list) -> str | None:
     return None
 
 
+def _after_spans(sentence: list) -> list:
+    """The prose after the sentence's last math span: ``the remainder when $9^{1995}$ is
+    divided by 7 is 1`` gives ``is divided by 7 is 1`` (what the sentence says the span IS)."""
+    k = max((i for i, x in enumerate(sentence) if isinstance(x, Span)), default=-1)
+    rest = sentence[k + 1:]
+    if k >= 0 and _CLAUSE.search(" ".join(rest)):  # "$\\frac{5}{36}$, since there are 36 ..."
+        return []
+    return rest
+
+
 def _no_span_statement(sentence: list) -> str | None:
     """``Therefore, the midpoint is (-1,6)``: the whole expression after the sentence's last
     ``is``/``=``, when it ends the sentence (at most two words, a unit, after it)."""
@@ -183,7 +195,10 @@ def _no_span_statement(sentence: list) -> str | None:
     expr = lead_expression(rest)
     if expr is None:
         return None
-    tail = rest[rest.find(expr) + len(expr):].strip(" .,!*")
+    tail = rest[rest.find(expr) + len(expr):]
+    if tail[:1] not in ("", " ", ".", ",", "!", "*", "\n"):  # "1,000.99m²": not a whole expression
+        return None
+    tail = tail.strip(" .,!*")
     return expr if len(tail.split()) <= 2 and not PHRASE.search(tail) else None
 
 
@@ -233,11 +248,9 @@ def find_answer(text: str, *, fallback_last_number: bool = True) -> tuple[str | 
             ans = _phrase_in(sents, idx)
             if ans:
                 return value_of(ans), "phrase"
-            ans = _counted(sents[idx])
+            ans = _counted(sents[idx]) or _no_span_statement(_after_spans(sents[idx]))
             if ans is None and any(isinstance(x, Span) for x in sents[idx]):
                 ans = last_token(sents[idx])
-            elif ans is None:
-                ans = _no_span_statement(sents[idx])
             if ans:
                 return value_of(ans), "sentence"
             break

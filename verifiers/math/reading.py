@@ -88,7 +88,8 @@ def lead_expression(s: str) -> str | None:
                 break
             if tok in ".!?;" and not s[m.end():m.end() + 1].isdigit():
                 break
-            if tok == "$" or "\n" in tok or (tok == ":" and not prev[-1:].isdigit()):
+            if (tok == "$" or "\n" in tok or (tok == ":" and not prev[-1:].isdigit())
+                    or not tok.isascii()):  # "1,000.99€", "90°": a unit, not the expression
                 break
         depth += tok == "{"
         depth -= tok == "}"
