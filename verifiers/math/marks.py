@@ -69,13 +69,14 @@ def _paragraph(text: str, pos: int) -> str:
 def line_answer(block: str) -> str | None:
     """The answer a heading or ``####`` marks: *block* whole when it is bare, else what its
     first sentence says something *is* (:func:`reading.after_is`), else the answer at its
-    start (:func:`reading.answer_in`); only when that states math."""
+    start (:func:`reading.answer_in` with ``leading``: ``Answer: We have 3 apples and 4
+    pears, ...`` at the top of a response marks nothing); only when that states math."""
     s = block.strip().strip("*").strip()  # "**Answer: 5**": the bold around the heading
     spans = math_spans(s)
     if s and is_bare(s, spans):
         return s.rstrip(".").strip() or None
     sents = sentences(s, spans)
-    ans = (after_is(sents[0]) or answer_in(sents[0])) if sents else None
+    ans = (after_is(sents[0]) or answer_in(sents[0], leading=True)) if sents else None
     return ans if ans and mathy(ans) else None
 
 

@@ -52,6 +52,9 @@ SEPARATOR = re.compile(r"^(?:\s|,|;|&|\\quad|\\qquad|\\[,;]|\\text\{\s*(?:and|or
 _LEAD = re.compile(r"^[\s:*\"'=]*(?:is\b|are\b|:)?[\s:*\"'=]*"
                    r"(?:(?:therefore|thus|then|simply|just|equal\s+to|given\s+by)\b[\s:*=]*)?")
 
+_CONNECTIVE = re.compile(r"^[\s:*\"'=]*(?:(?:so|thus|therefore|hence|then|finally|we\s+get|"
+                         r"which\s+gives|giving)\b[\s,:*=]*)?", re.IGNORECASE)
+
 
 def _standalone(s: str, m: re.Match) -> bool:
     return not _OP_BEFORE.search(s[:m.start()]) and not _OP_AFTER.match(s[m.end():])
@@ -174,13 +177,15 @@ def _words(items: list) -> str | None:
     return words
 
 
-def answer_in(items: list) -> str | None:
-    """The answer in the words after an answer phrase (module docstring)."""
+def answer_in(items: list, *, leading: bool = False) -> str | None:
+    """The answer in the words after an answer phrase (module docstring). ``leading``: only
+    an answer at the start (a span, or the expression the words start with, after ``So,`` or
+    ``Thus,``), never one searched for further on."""
     items = [x for x in items if not (isinstance(x, str) and not x.strip(" \t*:\"'"))]
     if not items:
         return None
     if isinstance(items[0], str):
-        items[0] = _LEAD.sub("", items[0])
+        items[0] = (_CONNECTIVE if leading else _LEAD).sub("", items[0])
         if not items[0].strip(" \t*:\"'"):
             items = items[1:]
     if items and isinstance(items[0], Span):
@@ -188,7 +193,7 @@ def answer_in(items: list) -> str | None:
     if not items:
         return None
     lead = lead_expression(items[0])
-    if lead is not None:
+    if lead is not None or leading:
         return lead
     tok = last_token(items)
     return tok if tok is not None else _words(items)
