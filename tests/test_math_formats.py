@@ -121,6 +121,13 @@ FORMATS = {
          "7", F, "sentence"),
         ("The probability is $\\frac{5}{36}$, since there are 36 outcomes.", "\\frac{5}{36}", T,
          "sentence"),
+        ("The slope is $-\\frac{2}{3}$.\nSo the answer is B.\nOk, I will type the letter B.", "B",
+         T, "phrase"),
+        ("The slope is $-\\frac{2}{3}$.\nSo the answer is B.\nOk, I will type the letter B.", "C",
+         F, "phrase"),
+        ("So we get $x=5$.\nI hope the answer is correct.", "5", T, "sentence"),
+        ("Each costs $0.65$.\nSo three dozen of these apples cost $\\$$23.40.", "23.40", T,
+         "sentence"),
     ],
     # Base models and short-prompt chats: the answer alone on the last line, no marker.
     "last_line": [

@@ -244,7 +244,11 @@ def find_answer(text: str, *, fallback_last_number: bool = True) -> tuple[str | 
         return value_of(ans), "last_line"
     sents = sentences(text, spans)
     for idx in range(len(sents) - 1, -1, -1):
-        if not _filler(sents[idx]):
+        if _filler(sents[idx]):  # no math; but "So the answer is B." states one
+            ans = _phrase_in(sents, idx)
+            if ans:
+                return ans, "phrase"
+        else:
             ans = _phrase_in(sents, idx)
             if ans:
                 return value_of(ans), "phrase"

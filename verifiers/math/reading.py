@@ -152,7 +152,7 @@ def last_token(items: list) -> str | None:
     for k in range(len(items) - 1, -1, -1):
         x = items[k]
         if isinstance(x, Span):
-            if not x.inner.strip():
+            if not x.inner.strip() or x.inner.strip() == "\\$":  # "cost $\\$$23.40"
                 continue
             if not _names_only(x.inner):
                 return run_back(items, k)
