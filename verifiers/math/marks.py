@@ -95,9 +95,9 @@ def _after(text: str, pos: int) -> str | None:
     return ans if ans and mathy(ans) else None
 
 
-def _headings(text: str, spans: list[Span], starts: list[int]) -> list[re.Match]:
+def _headings(text: str, spans: list[Span], starts: list[int], pos: int) -> list[re.Match]:
     out = []
-    for m in _HEADING.finditer(text):
+    for m in _HEADING.finditer(text, pos):
         eol = text.find("\n", m.end())
         rest = text[m.end():eol if eol >= 0 else len(text)]
         if not _outside(spans, starts, m.start()):
@@ -108,38 +108,44 @@ def _headings(text: str, spans: list[Span], starts: list[int]) -> list[re.Match]
     return out
 
 
+def _heading_answer(text: str, m: re.Match) -> str | None:
+    eol = text.find("\n", m.end())
+    rest = text[m.end():eol if eol >= 0 else len(text)]
+    return line_answer(rest if rest.strip(" \t*_:") else _paragraph(text, m.end()))
+
+
+def _hashes_answer(text: str, m: re.Match) -> str | None:
+    eol = text.find("\n", m.end())
+    return line_answer(text[m.end():eol if eol >= 0 else len(text)])
+
+
+def _phrase_answer(text: str, m: re.Match) -> str | None:
+    if not m.group(0).lower().endswith("is") and not _VERB.match(text, m.end()):
+        return None  # "To get the final answer, we ...": not a statement of it
+    return _after(text, m.end())
+
+
 def marked_answer(text: str, spans: list[Span], found: list[Box]) -> tuple[str, str] | None:
-    """``(answer, mark)`` of the last mark in *text* (module docstring), or None."""
+    """``(answer, mark)`` of the last mark in *text* (module docstring), or None. The marks
+    are read from the last one back, and only until one gives an answer; a box always gives
+    one, so only what follows the last box is searched."""
+    pos = found[-1].end if found else 0  # a box always gives an answer: only later marks count
+    if found and "####" not in text[pos:] and "answer" not in text[pos:].lower():
+        return joined(last_box_group(text, found)), "box"
     starts = [sp.start for sp in spans]
-    cands: list[tuple[int, str, str]] = []
+    heads = _headings(text, spans, starts, pos)
+    ranges = [(m.start(), m.end()) for m in heads[-TRIES:]]
+    hashes = [m for m in _HASHES.finditer(text, pos) if _outside(spans, starts, m.start())]
+    phrases = [m for m in _STRONG.finditer(text, pos) if _outside(spans, starts, m.start())
+               and not any(a <= m.start() < b for a, b in ranges)]
+    marks = [(m.start(), "heading", m) for m in heads[-TRIES:]]
+    marks += [(m.start(), "####", m) for m in hashes[-TRIES:]]
+    marks += [(m.start(), "phrase", m) for m in phrases[-TRIES:]]
     if found:
-        cands.append((found[-1].start, joined(last_box_group(text, found)), "box"))
-    heads = _headings(text, spans, starts)
-    for m in heads[::-1][:TRIES]:
-        eol = text.find("\n", m.end())
-        rest = text[m.end():eol if eol >= 0 else len(text)]
-        ans = line_answer(rest if rest.strip(" \t*_:") else _paragraph(text, m.end()))
+        marks.append((found[-1].start, "box", None))
+    read = {"heading": _heading_answer, "####": _hashes_answer, "phrase": _phrase_answer}
+    for _, how, m in sorted(marks, key=lambda c: c[0], reverse=True):
+        ans = joined(last_box_group(text, found)) if how == "box" else read[how](text, m)
         if ans:
-            cands.append((m.start(), ans, "heading"))
-            break
-    hashes = [m for m in _HASHES.finditer(text) if _outside(spans, starts, m.start())]
-    for m in hashes[::-1][:TRIES]:
-        eol = text.find("\n", m.end())
-        ans = line_answer(text[m.end():eol if eol >= 0 else len(text)])
-        if ans:
-            cands.append((m.start(), ans, "####"))
-            break
-    ranges = [(m.start(), m.end()) for m in heads]
-    phrases = [m for m in _STRONG.finditer(text) if _outside(spans, starts, m.start())
-               and not any(a <= m.start() < b for a, b in ranges[-TRIES:])]
-    for m in phrases[::-1][:TRIES]:
-        if not m.group(0).lower().endswith("is") and not _VERB.match(text, m.end()):
-            continue  # "To get the final answer, we ...": not a statement of it
-        ans = _after(text, m.end())
-        if ans:
-            cands.append((m.start(), ans, "phrase"))
-            break
-    if not cands:
-        return None
-    _, ans, how = max(cands, key=lambda c: c[0])
-    return ans, how
+            return ans, how
+    return None
