@@ -24,6 +24,9 @@ Sets (each a list of (response, gold, label), the label saying whether the respo
   when ``--math-verify-repo`` is given.
 - ``formats``: the format families of ``tests/test_math_formats.py`` (written shapes).
 
+``--speed``: also the time of extraction alone (``find_answer``), ours vs ``--before``'s, in
+this process, on verify_math.py's boxed responses and on each set here.
+
 For each set and judge: agreement with the labels, false "equal" (a wrong response passed),
 false "not equal" (a right one failed). ``--before REV`` judges with the verifier of commit
 ``REV`` too, extracted with ``git archive`` into a temporary folder and run in a subprocess
@@ -149,6 +152,41 @@ def before(rev: str, sets: dict) -> dict[str, list[bool]]:
         return json.loads(res.stdout.strip().splitlines()[-1])
 
 
+def extract_speed(rev: str, sets: dict) -> None:
+    """``find_answer`` per response, this checkout vs commit *rev*'s ``extract.py`` (loaded in
+    this process beside ours, on this checkout's helper modules), best of 7, same run."""
+    import importlib.util
+    import random
+    import time
+
+    from dapo_bench.verifiers.math import extract as new
+    src = subprocess.run(["git", "-C", str(ROOT), "show", f"{rev}:verifiers/math/extract.py"],
+                         capture_output=True, text=True, check=True).stdout
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp, "extract_before.py")
+        path.write_text(src)
+        spec = importlib.util.spec_from_file_location("dapo_bench.verifiers.math._before", path)
+        old = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(old)
+    sys.path.insert(0, str(ROOT / "bench"))
+    import verify_math
+    texts = {"boxed (verify_math mixed)": [p for _, p, _ in
+                                           verify_math._pairs_mixed(random.Random(0), 600)]}
+    texts.update({k: [p for p, _, _ in v] for k, v in sets.items() if k != "formats"})
+    for name, items in texts.items():
+        best = {}
+        for label, mod in ((rev, old), ("ours", new)):
+            runs = []
+            for _ in range(7):
+                t0 = time.perf_counter()
+                for t in items:
+                    mod.find_answer(t)
+                runs.append(time.perf_counter() - t0)
+            best[label] = min(runs) / len(items) * 1e6
+        print(f"extraction {name}: {len(items)} responses, {rev} {best[rev]:.1f} us, ours "
+              f"{best['ours']:.1f} us, ratio ours/{rev} {best['ours'] / best[rev]:.2f}")
+
+
 def score(passed: list[bool], labels: list[bool]) -> dict:
     agree = sum(p == lab for p, lab in zip(passed, labels))
     return {"agree": agree, "n": len(labels),
@@ -162,6 +200,7 @@ def main() -> None:
     ap.add_argument("--math-verify-repo", help="Math-Verify checkout or git dir (its tests)")
     ap.add_argument("--prm800k-repo", help="xhghhh/Enhancing-PRM800K git dir (PRM800K phase 1)")
     ap.add_argument("--before", default="60d84a8", help="earlier commit to compare ('' = none)")
+    ap.add_argument("--speed", action="store_true", help="also time find_answer vs --before")
     args = ap.parse_args()
     sets = {"formats": formats()}
     if args.gsm8k_repo:
@@ -186,6 +225,8 @@ def main() -> None:
             s = score(passed, labels)
             print(f"| {name} | {s['n']} ({sum(labels)}) | {judge} | {s['agree']}/{s['n']} "
                   f"({100 * s['agree'] / s['n']:.1f}%) | {s['false_eq']} | {s['false_ne']} |")
+    if args.speed and args.before:
+        extract_speed(args.before, sets)
 
 
 if __name__ == "__main__":
