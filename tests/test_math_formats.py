@@ -144,6 +144,7 @@ PRECEDENCE = [
     ("So \\boxed{5}.\n\n# Answer\n\n7", "7", "heading"),
     ("# Answer\n\n7\n\nCorrection: the final answer is $5$.", "5", "phrase"),
     ("So the answer is $\\boxed{5}$. The answer is correct.", "5", "box"),  # a comment, no mark
+    ("The sum is $5$.\n\n### Answer Explanation\nWe added $2$ and $3$ to get $5$.", "5", "sentence"),
 ]
 
 # Never a piece of an expression: a whole one or no answer.

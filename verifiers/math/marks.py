@@ -111,7 +111,12 @@ def _headings(text: str, spans: list[Span], starts: list[int], pos: int) -> list
 def _heading_answer(text: str, m: re.Match) -> str | None:
     eol = text.find("\n", m.end())
     rest = text[m.end():eol if eol >= 0 else len(text)]
-    return line_answer(rest if rest.strip(" \t*_:") else _paragraph(text, m.end()))
+    if not rest.strip(" \t*_:"):
+        return line_answer(_paragraph(text, m.end()))
+    ans = line_answer(rest)
+    if ans and not (m.group("c1") or m.group("c2")) and not mathy(ans):
+        return None  # "### Answer Explanation": a title, not "Answer: Explanation"
+    return ans
 
 
 def _hashes_answer(text: str, m: re.Match) -> str | None:
