@@ -27,6 +27,10 @@ FORMATS = {
          "heading"),
         ("Reducing, I get 4/9 of the total.\n\n# Answer\n\n4/9", "\\frac{3}{4}", F, "heading"),
         ("There is no real root.\n\n# Answer\n\nNo solution", "No solution", T, "heading"),
+        ("Since $f(-x) = f(x)$ for all $x$:\n\n# Answer\n\nThe function is even.", "even", T,
+         "heading"),
+        ("Since $f(-x) = f(x)$ for all $x$:\n\n# Answer\n\nThe function is even.", "odd", F,
+         "heading"),
     ],
     # lm-evaluation-harness minerva_math (Lewkowycz et al. 2022 prompt): a fixed closing line.
     "minerva": [

@@ -36,7 +36,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 
-from dapo_bench.verifiers.math.reading import after_is, answer_in, is_bare, mathy
+from dapo_bench.verifiers.math.reading import after_is, answer_in, is_bare, mathy, words_answer
 from dapo_bench.verifiers.math.spans import Box, Span, last_box_group, math_spans, sentences
 
 _HEADING = re.compile(r"^[ \t>]*(?P<hash>#{1,6}[ \t]*)?(?P<b1>\*\*|__)?[ \t]*(?:the[ \t]+)?"
@@ -46,6 +46,8 @@ _HASHES = re.compile(r"####[ \t]*")
 _STRONG = re.compile(r"final\s+answer(?:\s+is)?", re.IGNORECASE)
 _VERB = re.compile(r"[\s*]*(?:is|are|was|would\s+be|will\s+be|:|=)", re.IGNORECASE)
 _OPEN_END = re.compile(r"[\s*_]*(?:(?:is|are)\b[\s*_]*:?|:)[\s*_]*", re.IGNORECASE)
+_SAYS = re.compile(r"[A-Za-z ,]{0,60}?\b(?:is|are)\s+([A-Za-z]+(?:\s+[A-Za-z]+)?)\s*\.?",
+                   re.IGNORECASE)
 TRIES = 16  # marks of one kind read from the end at most: bounds the work on long responses
 
 
@@ -77,7 +79,10 @@ def line_answer(block: str) -> str | None:
         return s.rstrip(".").strip() or None
     sents = sentences(s, spans)
     ans = (after_is(sents[0]) or answer_in(sents[0], leading=True)) if sents else None
-    return ans if ans and mathy(ans) else None
+    if ans and mathy(ans):
+        return ans
+    said = _SAYS.fullmatch(s)  # "## Answer\nThe function is even.": one sentence, a word or two
+    return words_answer([said.group(1)]) if said and len(sents) == 1 else None
 
 
 def _after(text: str, pos: int) -> str | None:

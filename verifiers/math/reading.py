@@ -167,7 +167,7 @@ def last_token(items: list) -> str | None:
     return run_back(items, name) if name is not None else None
 
 
-def _words(items: list) -> str | None:
+def words_answer(items: list) -> str | None:
     """A short answer in words (``A``, ``No solution``), never a comment (``Right, ...``)."""
     words = " ".join(x for x in items if isinstance(x, str)).strip(" .*\"'")
     first = re.match(r"[A-Za-z]+", words)
@@ -196,7 +196,7 @@ def answer_in(items: list, *, leading: bool = False) -> str | None:
     if lead is not None or leading:
         return lead
     tok = last_token(items)
-    return tok if tok is not None else _words(items)
+    return tok if tok is not None else words_answer(items)
 
 
 _IS_END = re.compile(r"\b(?:is|are|equals|be)\s*:?\s*$|=\s*$", re.IGNORECASE)
