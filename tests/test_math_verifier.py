@@ -61,7 +61,12 @@ def test_bad_gold_and_mismatched_batch_are_user_errors():
 
 
 def test_extract_answer_precedence_and_fallback():
+    # "the answer is" is not a mark (docs/math-verifier.md): a box wins over it; a later
+    # "final answer" statement is a mark, and the last mark wins
     assert extract_answer(r"so \boxed{\frac{1}{2}}. The answer is 3") == r"\frac{1}{2}"
+    assert extract_answer(r"so \boxed{\frac{1}{2}}. The final answer is 3") == "3"
+    assert extract_answer(r"The answer is 3. So \boxed{\frac{1}{2}}") == r"\frac{1}{2}"
+    assert extract_answer(r"so \boxed{\frac{1}{2}}. The answer is correct.") == r"\frac{1}{2}"
     assert extract_answer(r"\boxed{\{1,\{2\}\}}") == r"\{1,\{2\}\}"
     assert extract_answer("The final answer is $x=3$. I hope it is correct.") == "x=3"
     assert extract_answer("Step 1: 3 apples, then 2 pears") == "2"

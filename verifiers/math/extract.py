@@ -1,42 +1,57 @@
 """Finding the final answer in a model response, and the answer in a gold that is written out.
 
-:func:`find_answer` returns ``(answer, how)``; the first rule that finds something wins:
+:func:`find_answer` returns ``(answer, how)``; ``how`` is the verdict's ``answer_from``. The
+first of these that finds something wins:
 
-1. ``box``: the last group of ``\\boxed{}``/``\\fbox{}``. Boxes joined only by separators,
-   ``and``/``or`` or a few words (``$\\boxed{2}$ and $\\boxed{-3}$``, ``\\boxed{1} papers and
-   \\boxed{2} bins``) form one group, read as a list of their distinct contents; boxes with a
-   sentence between them do not (``\\boxed{5} was wrong, it is \\boxed{6}`` gives 6). A
-   group of several different answers is a list: it fails a single-valued gold.
+1. A **mark** (:mod:`marks`): ``box``, ``heading`` (``# Answer``, ``**Final answer:**``,
+   ``Answer: 3/4``), ``####`` or ``phrase`` ("final answer is"). When several are present,
+   the one that comes last in the response wins, whatever its kind.
 2. ``bare``: the prediction *is* an answer: no box, no answer phrase, no sentence break, and
-   outside its math spans at most three words, none of them prose (``is``, ``the``, ``we``...):
-   ``3\\frac12``, ``$\\frac13 $``, ``x\\geq 5``, ``18 dollars``, ``No solution``, ``$1$, $2$``.
-   Taken whole: no digits are ever pulled out of it.
-3. ``phrase`` in the final sentence (the last sentence with a math span or a digit):
-   "final answer (is)", "the answer is", "Answer:", ``####``, ``**Final Answer**``; the answer
-   is the math span right after it (several spans joined by separators: ``$12$ and $13$``),
-   else the last math span or number after it, else the words after it (``The answer is A.``).
-4. ``sentence``: the last math span of the final sentence (``\\[x=\\frac{7}{2}.\\]``, ``the
-   area is $12\\sqrt{2}$ square units``), or a number written after it (``The volume of
-   $ABCDEFGH$ is 120.``).
-5. ``phrase`` anywhere (the last one), then ``bold`` (the last ``**..**`` with a digit or
+   outside its math spans at most three words, none of them prose (``3\\frac12``,
+   ``$\\frac13 $``, ``x\\geq 5``, ``18 dollars``, ``No solution``). Taken whole.
+3. ``last_line``: the last line of a response of several lines, when it is one whole
+   expression alone (``7i - 2``, ``$\\frac{3}{4}$``; not ``Right. $x=2$``).
+4. The final sentence (the last with a math span or a digit): an answer phrase in it ("the
+   answer is", "Answer:") gives ``phrase``; else ``sentence``: the count it states (``So there
+   are 28 ways to choose 2 cooks from 8 people``), else its last math span
+   (``the area is $12\\sqrt{2}$ square units``; a span that only names something gives way to a
+   number after it), else, with no span, the expression after its last ``is`` (``the midpoint
+   is (-1,6)``).
+5. An answer phrase anywhere (the last), then ``bold`` (the last ``**..**`` with a digit or
    math in it), then, if ``fallback_last_number`` is on, ``last_number``: the last number
-   written as a number in prose or as a whole math span (``1,000``, ``.4``, ``2/3``), never one
-   inside a ``\\frac``, ``\\sqrt``, ``^{}``, ``_{}``, a word (``AZYUK2A``) or a larger span.
+   written as a whole number (:func:`reading.numbers`: never one inside ``\\sqrt{53}``,
+   ``(-1, 6)``, ``\\frac{3}{4}``, ``2 + 3``, or a list ``1, 2 and 3``), else ``none``.
+
+An unmarked final statement ``quantity = value`` (rules 3 and 4) gives its value
+(:func:`value_of`: ``f(1000)=1016`` gives 1016; ``x = 5`` and ``x-2y+z-1=0`` stay whole).
+What a response marks (rule 1) is never cut.
 
 Chat-template junk after the answer (``<|im_start|>user``) is cut off first, and doubled
 backslashes before commands (``\\\\boxed``) are undone (see :mod:`spans`).
 
+Not covered: answers stated only in words far from any marker, the first of several answers
+when a later one is marked, and languages other than English for headings and phrases.
+
 :func:`gold_answer` reads a gold the same way but conservatively: its box group, else the gold
-whole when it is bare, else its answer phrase, else the gold whole (prose golds stay prose).
+whole when it is bare, else its marked answer or answer phrase, else the gold whole (prose
+golds stay prose).
 """
 
 from __future__ import annotations
 
 import re
-from bisect import bisect_right
 from functools import lru_cache
 
-from dapo_bench.verifiers.math.normalize import TooLarge, clean, squeeze
+from dapo_bench.verifiers.math.marks import joined, marked_answer
+from dapo_bench.verifiers.math.reading import (
+    PHRASE,
+    answer_in,
+    is_bare,
+    is_number,
+    last_token,
+    lead_expression,
+    numbers,
+)
 from dapo_bench.verifiers.math.spans import (
     Span,
     boxes,
@@ -45,178 +60,146 @@ from dapo_bench.verifiers.math.spans import (
     prepare_text,
     sentences,
 )
-from dapo_bench.verifiers.math.structure import is_label
 
 from dapo_bench.errors import UserError
 
 MAX_TEXT = 100_000  # characters of a model response we scan at all; longer is too_large
 
-_STRONG = re.compile(r"final\s+answer|####", re.IGNORECASE)
-_PHRASE = re.compile(r"final\s+answer(?:\s+is)?|answers?\s+(?:is|are)|\banswer\s*:|^\s*answer\b"
-                     r"|####", re.IGNORECASE)
-_NUMBER = re.compile(r"(?:(?<=\\boxed\{)|(?<![\w.\\^_{:]))-?(?:\d+(?::\d+)+|(?:\d{1,3}(?:,\d{3})+|\d+)"
-                     r"(?:\.\d+)?(?:/\d+)?|\.\d+)"
-                     r"(?:\\?%)?(?![\d{^_]|\\[a-zA-Z]|[.,]\d)")
-_PROSE = frozenset("is are was were the so thus therefore hence we get gives give answer then "  # noqa: SIM905
-                   "which that because since find found have has be let this it of to for with "
-                   "by from final equals".split())
-_WORDS = re.compile(r"[A-Za-z]{2,}")
-_CMD = re.compile(r"\\[a-zA-Z]+")
-_SEPARATOR = re.compile(r"^(?:\s|,|;|&|\\quad|\\qquad|\\[,;]|\\text\{\s*(?:and|or)\s*\}"
-                        r"|\band\b|\bor\b)*$")
-_LEAD = re.compile(r"^[\s:*\"'=]*(?:is\b|are\b|:)?[\s:*\"'=]*")
 _BOLD = re.compile(r"\*\*([^*\n]{1,200})\*\*")
-
-
-def _numbers(s: str) -> list[str]:
-    return [m.group(0) for m in _NUMBER.finditer(s) if any(c.isdigit() for c in m.group(0))]
-
-
-def _is_number(s: str) -> bool:
-    s = s.strip().rstrip(".,;")
-    return bool(s) and _NUMBER.fullmatch(s) is not None and any(c.isdigit() for c in s)
+_RELATION = re.compile(r"\\(?:leq?|geq?|neq?|approx|equiv|pmod|bmod|mod|in|subset|sim|cong)(?![a-zA-Z])"
+                       r"|[<>,;!]|\band\b|\bor\b|\\begin")
+_NAME = re.compile(r"\s*[A-Za-z](?:_\{?\w+\}?)?\s*")  # x, a_1, a_{10}: what "x = 3" names
+_IS = re.compile(r"\b(?:is|are|equals|be)\s+|=\s*")
+_CLAUSE = re.compile(r"\b(?:since|because|as|where|which|while|if|although|but|for)\b",
+                     re.IGNORECASE)
+_SPAN_ONLY = re.compile(r"[\s.,;:!]*")
+_OPENER = re.compile(r"[\s,]*(?:(?:so|thus|therefore|hence|then|right|and|that|means|in|total|"
+                     r"all|overall|altogether|finally)[\s,.]*)*", re.IGNORECASE)
+_THERE = re.compile(r"\bthere\s+(?:are|is|were|was|will\s+be)\s+(?:(?:exactly|only|indeed|just|"
+                    r"a\s+total\s+of|in\s+total|then)\s+)*", re.IGNORECASE)
 
 
 def _filler(sentence: list) -> bool:
     return not any(isinstance(x, Span) or any(c.isdigit() for c in x) for x in sentence)
 
 
-def _run_back(items: list, k: int) -> str:
-    """The span items[k] and the spans before it joined to it only by separators."""
-    j = k
-    while True:
-        if j >= 1 and isinstance(items[j - 1], Span):
-            j -= 1
-        elif j >= 2 and isinstance(items[j - 2], Span) and _SEPARATOR.match(items[j - 1]):
-            j -= 2
-        else:
-            break
-    return " ".join(x.inner if isinstance(x, Span) else x.strip() for x in items[j:k + 1]).strip()
-
-
-def _run_forward(items: list, k: int) -> str:
-    j, n = k, len(items)
-    while True:
-        if j + 1 < n and isinstance(items[j + 1], Span):
-            j += 1
-        elif j + 2 < n and isinstance(items[j + 2], Span) and _SEPARATOR.match(items[j + 1]):
-            j += 2
-        else:
-            break
-    return " ".join(x.inner if isinstance(x, Span) else x.strip() for x in items[k:j + 1]).strip()
-
-
-def _names_only(inner: str) -> bool:
-    """``$ABCDEFGH$``, ``$N$``, ``$f(x)$``: a span that only names something."""
-    try:
-        return is_label(squeeze(clean(inner)))
-    except TooLarge:
-        return False
-
-
-def _last_token(items: list) -> str | None:
-    """The last math span (with the spans joined to it by separators) in *items*; a span that
-    only names something (``$ABCDEFGH$``) gives way to a number written after it; with no
-    span, the last prose number."""
-    number, name = None, None
-    for k in range(len(items) - 1, -1, -1):
-        x = items[k]
-        if isinstance(x, Span):
-            if not x.inner.strip():
-                continue
-            if not _names_only(x.inner):
-                return _run_back(items, k)
-            if name is None:
-                name = k
-        elif number is None:
-            nums = _numbers(x)
-            if nums:
-                number = (k, nums[-1])
-    if number is not None and (name is None or number[0] > name):
-        return number[1]
-    return _run_back(items, name) if name is not None else None
-
-
-def _answer_in(items: list) -> str | None:
-    """The answer in the words after an answer phrase (see the module docstring, rule 3)."""
-    items = [x for x in items if not (isinstance(x, str) and not x.strip(" \t*:\"'"))]
-    if not items:
-        return None
-    if isinstance(items[0], str):
-        items[0] = _LEAD.sub("", items[0])
-        if not items[0].strip():
-            items = items[1:]
-    if items and isinstance(items[0], Span):
-        return _run_forward(items, 0) or None
-    tok = _last_token(items)
-    if tok is not None:
-        return tok
-    words = " ".join(x for x in items if isinstance(x, str)).strip(" .*\"'")
-    return words if len(words) <= 60 and re.search(r"[A-Za-z0-9]", words) else None
-
-
-def _after(text: str, pos: int) -> str | None:
-    """The answer stated right after position *pos* (the end of an answer phrase): in the rest
-    of its sentence, or in the next one when the phrase ends its line (``**Final Answer**``)."""
-    rest = text[pos:pos + 4000]
-    sents = sentences(rest, math_spans(rest))
-    if not sents:
-        return None
-    ans = _answer_in(sents[0])
-    if ans is None and len(sents) > 1 and not rest.split("\n", 1)[0].strip(" \t*:"):
-        ans = _answer_in(sents[1])
-    return ans
-
-
-def _strong(text: str, spans: list[Span], after: int = 0) -> str | None:
-    """The answer after the last "final answer" or ``####`` outside math, if it is past
-    *after* (the end of the last box: a later final statement beats an earlier box)."""
-    starts = [sp.start for sp in spans]
-    for m in reversed(list(_STRONG.finditer(text, after))):
-        k = bisect_right(starts, m.start()) - 1
-        if k < 0 or spans[k].end <= m.start():  # not inside a math span
-            return _after(text, m.end())
-    return None
-
-
 def _phrase_in(sents: list[list], idx: int) -> str | None:
     """The answer after the last answer phrase of sentence *idx* (or in the sentence after it
-    when the phrase ends its sentence: ``**Final Answer**`` then a line with the answer)."""
+    when the phrase ends its sentence with ``:``)."""
     s = sents[idx]
     for k in range(len(s) - 1, -1, -1):
         if isinstance(s[k], str):
             last = None
-            for last in _PHRASE.finditer(s[k]):
+            for last in PHRASE.finditer(s[k]):
                 pass
             if last is not None:
                 after = [s[k][last.end():], *s[k + 1:]]
-                ans = _answer_in(after)
-                if ans is None and idx + 1 < len(sents):
-                    ans = _answer_in(sents[idx + 1])
+                ans = answer_in(after)
+                if ans is None and idx + 1 < len(sents) and s[k].rstrip(" *").endswith(":"):
+                    ans = answer_in(sents[idx + 1])
                 return ans
     return None
 
 
-def _prose(text: str, spans: list[Span]) -> str:
-    out, pos = [], 0
-    for sp in spans:
-        out.append(text[pos:sp.start])
-        pos = sp.end
-    out.append(text[pos:])
-    return " \x00 ".join(out)
+def _last_line(text: str) -> str | None:
+    """The last line of a response of several lines when it is an answer alone: bare (as
+    :func:`reading.is_bare`: no prose) and stating math (a digit or a command)."""
+    body = text.rstrip()
+    if "\n" not in body:
+        return None
+    line = body.rsplit("\n", 1)[1].strip()
+    if line.startswith("**") and line.endswith("**") and len(line) > 4:
+        line = line[2:-2].strip()
+    line = re.sub(r"^A:\s*", "", line)  # "Q: ... A: 18", the few-shot GSM8K form
+    if not line or len(line) > 200 or not re.search(r"\d|\\[a-zA-Z]", line):
+        return None
+    spans = math_spans(line)
+    if spans:  # math spans and separators only: "$x = 5$", "$1$, $2$"
+        prose = "".join(line[a.end:b.start] for a, b in zip([Span(0, 0, ""), *spans], spans))
+        prose += line[spans[-1].end:]
+        return line.rstrip(".").strip() if _SPAN_ONLY.fullmatch(prose) else None
+    expr = lead_expression(line)  # one whole expression and nothing else: "7i - 2"
+    return expr if expr is not None and expr == line.rstrip(". ") else None
 
 
-def is_bare(text: str, spans: list[Span]) -> bool:
-    """True when *text* is an answer rather than a response (module docstring, rule 2)."""
-    if len(text) > 600 or "\\boxed" in text or "\\fbox" in text:
-        return False
-    prose = _prose(text, spans)
-    if _PHRASE.search(prose) or re.search(r"[.!?]\s+[A-Za-z]|\S[ \t]*\n[ \t]*\S"
-                                          r"|[A-Za-z]{2}:\s", prose):
-        return False
-    words = [w.lower() for w in _WORDS.findall(_CMD.sub(" ", prose))]
-    words = [w for w in words if w not in ("and", "or")]
-    return len(words) <= 3 and not any(w in _PROSE for w in words)
+def value_of(ans: str) -> str:
+    """The value an unmarked final statement gives: the right side of ``f(1000)=1016``,
+    ``a+b=12``, ``x(x+2)+(x+2) = (x+1)(x+2)`` (what the sentence says the quantity IS). Kept
+    whole: a name and its value (``x = 5``, ``y = 2x + 3``: the comparator reads those), an
+    equation ``= 0`` in two or more variables (a line, a plane), anything with a relation, a
+    list or a matrix in it (``-\\frac{a}{6} = 1 and a = -6``, ``a \\equiv 1``). Marked
+    answers (a box, a heading, a "final answer" statement) are never cut: what a response
+    marks as its answer is compared as written."""
+    if "=" not in ans or _RELATION.search(ans):
+        return ans
+    inner = re.fullmatch(r"\s*(\$\$?|\\\[|\\\()(.*?)(\$\$?|\\\]|\\\))\s*\.?\s*", ans, re.DOTALL)
+    if inner:
+        ans = inner.group(2)
+    depth, cuts = 0, []
+    for i, ch in enumerate(ans):
+        depth += ch in "({["
+        depth -= ch in ")}]"
+        if ch == "=" and depth == 0:
+            cuts.append(i)
+    if not cuts or _NAME.fullmatch(ans[:cuts[0]]):
+        return ans
+    rhs = ans[cuts[-1] + 1:].strip().rstrip(".").strip()
+    names = set(re.findall(r"(?<![\\A-Za-z])[A-Za-z](?![A-Za-z])", ans[:cuts[0]]))
+    if rhs == "0" and len(names) >= 2:  # "x-2y+z-1=0": the equation of a plane is the answer
+        return ans
+    return rhs or ans
+
+
+def _counted(sentence: list) -> str | None:
+    """``So there are 28 ways to choose 2 cooks from 8 people``, ``there are $40$ integers
+    $x$ that satisfy ...``: the count the sentence states, not its last number."""
+    for k, x in enumerate(sentence):
+        if isinstance(x, Span):
+            return None  # "The probability is $\\frac{5}{36}$, since there are 36 outcomes"
+        for m in _THERE.finditer(x):
+            if not _OPENER.fullmatch(x[:m.start()]):
+                return None
+            rest = x[m.end():]
+            if re.match(r"\d+\s+[A-Za-z]+\s+(?:and|or)\s+\d", rest):  # "3 red and 4 blue"
+                return None
+            if not rest.strip() and k + 1 < len(sentence) and isinstance(sentence[k + 1], Span):
+                inner = sentence[k + 1].inner.strip()
+                if is_number(inner):
+                    return inner
+            num = re.match(r"(\d{1,3}(?:,\d{3})+|\d+)\s+[A-Za-z]", rest)
+            if num:
+                return num.group(1)
+    return None
+
+
+def _after_spans(sentence: list) -> list:
+    """The prose after the sentence's last math span: ``the remainder when $9^{1995}$ is
+    divided by 7 is 1`` gives ``is divided by 7 is 1`` (what the sentence says the span IS)."""
+    k = max((i for i, x in enumerate(sentence) if isinstance(x, Span)), default=-1)
+    rest = sentence[k + 1:]
+    if k >= 0 and _CLAUSE.search(" ".join(rest)):  # "$\\frac{5}{36}$, since there are 36 ..."
+        return []
+    return rest
+
+
+def _no_span_statement(sentence: list) -> str | None:
+    """``Therefore, the midpoint is (-1,6)``: the whole expression after the sentence's last
+    ``is``/``=``, when it ends the sentence (at most two words, a unit, after it)."""
+    text = " ".join(x for x in sentence if isinstance(x, str))
+    last = None
+    for last in _IS.finditer(text):
+        pass
+    if last is None:
+        return None
+    rest = text[last.end():]
+    expr = lead_expression(rest)
+    if expr is None:
+        return None
+    tail = rest[rest.find(expr) + len(expr):]
+    if tail[:1] not in ("", " ", ".", ",", "!", "*", "\n"):  # "1,000.99m²": not a whole expression
+        return None
+    tail = tail.strip(" .,!*")
+    return expr if len(tail.split()) <= 2 and not PHRASE.search(tail) else None
 
 
 def _bold(text: str) -> str | None:
@@ -226,7 +209,7 @@ def _bold(text: str) -> str | None:
             sub = math_spans(inner)
             if is_bare(inner, sub):
                 return inner.strip()
-            return _last_token([x for s in sentences(inner, sub) for x in s])
+            return last_token([x for s in sentences(inner, sub) for x in s])
     return None
 
 
@@ -234,45 +217,46 @@ def _last_number(sents: list[list]) -> str | None:
     for s in reversed(sents):
         for x in reversed(s):
             if isinstance(x, Span):
-                if _is_number(x.inner):
+                if is_number(x.inner):
                     return x.inner.strip().rstrip(".,;")
             else:
-                nums = _numbers(x)
+                nums = numbers(x)
                 if nums:
                     return nums[-1]
     return None
 
 
-def _joined(group: list[str]) -> str:
-    return group[0] if len(group) == 1 else ", ".join(group)
-
-
 def find_answer(text: str, *, fallback_last_number: bool = True) -> tuple[str | None, str]:
     """``(answer, how)`` for a model response; see the module docstring. ``how`` names the
-    rule (``box``, ``bare``, ``phrase``, ``sentence``, ``bold``, ``last_number``, or ``none``)."""
+    rule (``box``, ``heading``, ``####``, ``phrase``, ``bare``, ``last_line``, ``sentence``,
+    ``bold``, ``last_number``, or ``none``)."""
     if not isinstance(text, str) or not text.strip():
         return None, "none"
     text = prepare_text(text)
-    found = boxes(text)
     spans = math_spans(text)
-    if found:
-        ans = _strong(text, spans, found[-1].end)
-        return (ans, "phrase") if ans else (_joined(last_box_group(text, found)), "box")
+    marked = marked_answer(text, spans, boxes(text))
+    if marked:
+        return marked
     if is_bare(text, spans):
         return text.strip() or None, "bare"
-    ans = _strong(text, spans)
+    ans = _last_line(text)
     if ans:
-        return ans, "phrase"
+        return value_of(ans), "last_line"
     sents = sentences(text, spans)
     for idx in range(len(sents) - 1, -1, -1):
-        if not _filler(sents[idx]):
+        if _filler(sents[idx]):  # no math; but "So the answer is B." states one
             ans = _phrase_in(sents, idx)
             if ans:
                 return ans, "phrase"
-            if any(isinstance(x, Span) for x in sents[idx]):
-                ans = _last_token(sents[idx])
-                if ans:
-                    return ans, "sentence"
+        else:
+            ans = _phrase_in(sents, idx)
+            if ans:
+                return value_of(ans), "phrase"
+            ans = _counted(sents[idx]) or _no_span_statement(_after_spans(sents[idx]))
+            if ans is None and any(isinstance(x, Span) for x in sents[idx]):
+                ans = last_token(sents[idx])
+            if ans:
+                return value_of(ans), "sentence"
             break
     for idx in range(len(sents) - 1, -1, -1):
         ans = _phrase_in(sents, idx)
@@ -299,13 +283,13 @@ def gold_answer(gold: str) -> str:
     text = prepare_text(gold)
     found = boxes(text)
     if found:
-        return _joined(last_box_group(text, found))
+        return joined(last_box_group(text, found))
     spans = math_spans(text)
     if is_bare(text, spans):
         return text.strip()
-    ans = _strong(text, spans)
-    if ans:
-        return ans
+    marked = marked_answer(text, spans, [])
+    if marked:
+        return marked[0]
     sents = sentences(text, spans)
     for idx in range(len(sents) - 1, -1, -1):
         ans = _phrase_in(sents, idx)
@@ -319,7 +303,7 @@ def extract_gold_from_solution(solution_text: str) -> str:
     text after GSM8K's ``####``. Raises UserError when there is neither."""
     group = last_box_group(prepare_text(solution_text))
     if group:
-        return _joined(group)
+        return joined(group)
     if "####" in solution_text:
         return solution_text.rsplit("####", 1)[1].strip()
     raise UserError(f"no \\boxed{{}} or #### answer in solution {solution_text[:60]!r}...")
@@ -328,4 +312,4 @@ def extract_gold_from_solution(solution_text: str) -> str:
 def last_boxed(text: str) -> str | None:
     """The last box group of *text* as one answer (contents joined by ``, ``), or None."""
     group = last_box_group(prepare_text(text))
-    return _joined(group) if group else None
+    return joined(group) if group else None

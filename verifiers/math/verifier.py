@@ -14,8 +14,9 @@ Reasons: ``ok``, ``wrong_answer``, ``no_answer``, ``truncated`` (below), ``timeo
 
 A response cut off at the token cap (``finished=False``: the generator's finish_reason was
 ``length``) is only credited for an answer it *marked*: a ``\\boxed{}`` group or an answer
-phrase (``The answer is``, ``####``, ``Final Answer``). The weaker rules (a bare prediction,
-the final sentence's last span, a bold span, the last number) read an unfinished text's last
+phrase (``The answer is``), an answer heading (``# Answer``, ``**Final Answer**``) or a ``####``
+line. The weaker rules (a bare prediction, the last line, the final sentence's last span, a
+bold span, the last number) read an unfinished text's last
 number as its answer, and would pay a policy for rambling into the cap; such a response
 fails with reason ``truncated`` and no ``extracted`` answer (so it casts no maj@k vote);
 ``answer_from`` still names the rule that would have applied.
@@ -49,7 +50,7 @@ from dapo_bench.verifiers.math.worker import Timeout, WorkerDied, WorkerError, W
 from dapo_bench.errors import UserError
 
 MODES = ("full", "answer")
-MARKED = ("box", "phrase")  # the only answers a response cut off at the cap is credited for
+MARKED = ("box", "heading", "####", "phrase")  # all a response cut off at the cap is credited for
 SMALL_BATCH = 32  # fewer sympy pairs than this in a batch: no threads, one worker
 
 
