@@ -27,8 +27,10 @@ from __future__ import annotations
 import contextlib
 import itertools
 import os
+import socket
 from collections.abc import Iterator, Sequence
 from datetime import timedelta
+from pathlib import Path
 from typing import Any, TypeVar
 
 from dapo_bench.errors import UserError
@@ -90,8 +92,6 @@ def ensure_group() -> None:
     import torch
     import torch.distributed as dist
 
-    from dapo_bench.nodes import keep_scratch_per_node
-
     keep_scratch_per_node()
 
     backend = "gloo"
@@ -99,6 +99,17 @@ def ensure_group() -> None:
         torch.cuda.set_device(_env_int("LOCAL_RANK", 0))
         backend = "nccl"
     dist.init_process_group(backend=backend, timeout=TIMEOUT)
+
+
+def keep_scratch_per_node() -> None:
+    """Key node-local scratch by host on a run over several nodes (a no-op on one node):
+    ``$TORCH_EXTENSIONS_DIR`` defaults to a folder per host (docs: :mod:`dapo_bench.nodes`)."""
+    local = os.environ.get("LOCAL_WORLD_SIZE")
+    if local is None or int(local) >= world_size():
+        return
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    os.environ.setdefault("TORCH_EXTENSIONS_DIR",
+                          str(base / "torch_extensions" / socket.gethostname()))
 
 
 def barrier() -> None:

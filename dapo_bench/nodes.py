@@ -5,7 +5,8 @@ node-local scratch, and a one-line error when a node is lost.
   run directory, every rank reads it back; a rank that reads another nonce or none (its node
   mounts another folder at that path, or none) makes every rank stop with one
   :class:`UserError` naming the path and that rank's node, before a split run is written.
-- :func:`keep_scratch_per_node`: on a run over several nodes, ``$TORCH_EXTENSIONS_DIR`` (where
+- ``dist.keep_scratch_per_node`` (called by ``dist.init``; it lives there so that ``dist``
+  imports nothing of this module): on a run over several nodes, ``$TORCH_EXTENSIONS_DIR`` (where
   DeepSpeed builds its ops) defaults to a folder per host, so nodes that share a home directory
   do not build into, or load from, one folder. Other scratch is already per process: the code
   sandbox's temporary folders (``tempfile``, in the node's own ``/tmp``).
@@ -74,16 +75,6 @@ def check_shared_dir(path: str | os.PathLike) -> None:
     if bad:
         raise UserError(f"{path}: not the same folder on every node ({'; '.join(bad)}); "
                         f"every node must mount the shared run directory (--out) at this path")
-
-
-def keep_scratch_per_node() -> None:
-    """Key node-local scratch by host on a run over several nodes (a no-op on one node)."""
-    local = os.environ.get("LOCAL_WORLD_SIZE")
-    if local is None or int(local) >= dist.world_size():
-        return
-    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    os.environ.setdefault("TORCH_EXTENSIONS_DIR",
-                          str(base / "torch_extensions" / socket.gethostname()))
 
 
 def stop_on_launcher_sigterm() -> None:

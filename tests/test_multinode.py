@@ -165,21 +165,21 @@ def test_only_a_lost_peer_is_reported_as_a_lost_node(monkeypatch):
 def test_scratch_is_kept_per_host_only_across_nodes(monkeypatch, tmp_path):
     import socket
 
-    from dapo_bench import dist, nodes
+    from dapo_bench import dist
 
     monkeypatch.setattr(dist, "_initialised", lambda: False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     monkeypatch.setenv("WORLD_SIZE", "4")
     monkeypatch.delenv("TORCH_EXTENSIONS_DIR", raising=False)
     monkeypatch.setenv("LOCAL_WORLD_SIZE", "4")  # one node: the default folder
-    nodes.keep_scratch_per_node()
+    dist.keep_scratch_per_node()
     assert "TORCH_EXTENSIONS_DIR" not in os.environ
     monkeypatch.setenv("LOCAL_WORLD_SIZE", "2")  # two nodes of 2 ranks
-    nodes.keep_scratch_per_node()
+    dist.keep_scratch_per_node()
     assert os.environ["TORCH_EXTENSIONS_DIR"] == str(
         tmp_path / "torch_extensions" / socket.gethostname())
     monkeypatch.setenv("TORCH_EXTENSIONS_DIR", "/mine")  # the user's choice stands
-    nodes.keep_scratch_per_node()
+    dist.keep_scratch_per_node()
     assert os.environ["TORCH_EXTENSIONS_DIR"] == "/mine"
 
 
