@@ -8,8 +8,9 @@ code lanes, each a :class:`CodeVerifier` with one sandbox worker (its own uids, 
 process of its own), so that a slow program holds one lane and not the whole batch. The server
 never runs candidate code itself: it calls the same verifier API as ``dapo-bench verify``.
 
-A verdict that is an infrastructure error (a code worker died: ``sandbox_error`` or
-``checker_crashed``; a math worker died: rule ``worker error``) is run once more, after the
+A verdict that is an infrastructure error (``Verdict.infra_error``, the reasons in
+``verifiers.base.INFRA_REASONS``: a code worker died, ``sandbox_error`` or ``checker_crashed``;
+a math worker died, ``verifier_error``) is run once more, after the
 verifier has replaced the worker; if it fails again it is answered as that error, which never
 passes. Items are admitted by count: a request that would take the admitted items over
 ``queue_size`` is refused (the caller answers 429), unless nothing is admitted (so one large
@@ -32,7 +33,6 @@ from dapo_bench.verifiers.base import Verdict
 from dapo_bench.verifiers.code import CodeVerifier
 from dapo_bench.verifiers.math import MathVerifier
 
-INFRA_REASONS = ("sandbox_error", "checker_crashed")
 WORKER_CMDS = {"dapo_bench.verifiers.math.serve": "math", "dapo_bench.verifiers.code.worker":
                "code"}
 
@@ -63,7 +63,7 @@ def serialize_ast_parse() -> None:
 
 def infrastructure_error(v: Verdict) -> bool:
     """Whether the verifying machinery failed (not the candidate): worth one rerun."""
-    return v.reason in INFRA_REASONS or (v.details or {}).get("rule") == "worker error"
+    return v.infra_error
 
 
 class Engine:
