@@ -32,9 +32,9 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def start(cmd: list[str], env: dict) -> subprocess.Popen:
-    return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+def start(cmd: list[str], env: dict, stdin: int | None = None) -> subprocess.Popen:
+    return subprocess.Popen(cmd, env=env, stdin=stdin, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
 
 
 def finish(procs: list[subprocess.Popen], timeout: float) -> list[subprocess.CompletedProcess]:

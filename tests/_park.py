@@ -10,8 +10,11 @@ and fsynced, counts one; a file written whole through ``atomic_write_text``, as
 its stdin, for the test's signal. A SIGINT then
 raises KeyboardInterrupt there, as a Ctrl-C at that row would; a SIGKILL kills it there.
 
-Covers ``python -m MODULE ...`` and ``python -c CODE`` children. Not covered: parking at a
-point that writes no file through ``dapo_bench.io``.
+Covers ``python -m MODULE ...`` and ``python -c CODE`` children, and (:class:`ParkedByFifo`)
+children that a launcher starts, torchrun's ranks, where no inherited pipe survives: the
+launcher runs ``python tests/_park_boot.py -m MODULE ...`` (this prelude as a script), which
+says "parked" on a FIFO and waits on the stdin it inherits from the launcher. Not covered:
+parking at a point that writes no file through ``dapo_bench.io``.
 """
 
 from __future__ import annotations
@@ -25,15 +28,18 @@ import sys
 BOOT = """
 import os, runpy, sys
 from dapo_bench import io
-name, rows, fd = os.environ.pop("DAPO_BENCH_TEST_PARK").rsplit(":", 2)
-rows, fd = int(rows), int(fd)
-os.set_inheritable(fd, False)
+name, rows, chan = os.environ.pop("DAPO_BENCH_TEST_PARK").rsplit(":", 2)
+rows = int(rows)
+if chan.isdigit():  # an inherited pipe
+    fd = int(chan)
+    os.set_inheritable(fd, False)
 seen = [0]
 def logged(path):
     path = os.fspath(path)
     if path == name or path.endswith(os.sep + name):
         seen[0] += 1
         if seen[0] == rows:
+            fd = int(chan) if chan.isdigit() else os.open(chan, os.O_WRONLY)  # or a FIFO
             os.write(fd, b"p")
             os.close(fd)
             if not sys.stdin.buffer.read(1):  # parked until the test's signal
@@ -74,11 +80,7 @@ class Parked:
     def wait_parked(self, guard_s: float = 600) -> bool:
         """Block until the child parks (True) or ends without parking (False). ``guard_s``
         only bounds a hung child; it is no synchronisation."""
-        try:
-            ready, _, _ = select.select([self._r], [], [], guard_s)
-            return bool(ready) and os.read(self._r, 1) == b"p"
-        finally:
-            os.close(self._r)
+        return _read_parked(self._r, guard_s)
 
     def close(self) -> None:
         """Kill the child if it still runs and reap it."""
@@ -87,3 +89,33 @@ class Parked:
         self.proc.wait()
         if self.proc.stdin:
             self.proc.stdin.close()
+
+
+def _read_parked(r: int, guard_s: float) -> bool:
+    """Wait on read end ``r`` for the child's "parked" byte (False at end of file); close it."""
+    try:
+        ready, _, _ = select.select([r], [], [], guard_s)
+        return bool(ready) and os.read(r, 1) == b"p"
+    finally:
+        os.close(r)
+
+
+BOOT_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_park_boot.py")
+
+
+class ParkedByFifo:
+    """Park a launcher's child after its ``rows``-th row to ``file_name``: give the launcher
+    ``env`` and the worker command ``[BOOT_SCRIPT, "-m", MODULE, ...]``, its stdin a pipe the
+    test holds (the child inherits it; a byte there lets a parked child go on). Only a child
+    that writes that file parks (on a run over several ranks, the rank that writes it)."""
+
+    def __init__(self, folder: str, file_name: str, rows: int):
+        path = os.path.join(folder, "parked.fifo")
+        os.mkfifo(path)
+        self._r = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # no writer yet: select waits
+        self.env = {"DAPO_BENCH_TEST_PARK": f"{file_name}:{rows}:{path}"}
+
+    def wait_parked(self, guard_s: float = 600) -> bool:
+        """Block until a child parks; False if ``guard_s`` (a bound on a hung run, no
+        synchronisation) passes first."""
+        return _read_parked(self._r, guard_s)

@@ -14,11 +14,13 @@ What is shared between nodes and what is not: docs/scale-out.md, "Several nodes"
 
 import os
 import signal
+import subprocess
 import time
 from pathlib import Path
 
 import pytest
 from _launch import finish, rank_env, run_nodes, start, torchrun_nodes
+from _park import BOOT_SCRIPT, ParkedByFifo
 from test_scaleout import (
     DAPO_SETS,
     _cmd,
@@ -112,14 +114,17 @@ def test_a_lost_node_stops_the_other_with_one_line_and_a_rerun_resumes(model_dir
     args = [*_args("grpo", model_dir, tmp_path, "k", GRPO_SETS), "--checkpoint-every", "2"]
     cmds, env = torchrun_nodes(args, launcher="dapo_bench.launch"), rank_env()
     ckpt = tmp_path / "k" / "stages" / "train.ckpt"
-    procs = [start(c, env) for c in cmds]
-    deadline = time.monotonic() + 300
-    while not (ckpt / "latest.json").exists():
-        assert all(p.poll() is None for p in procs), "a node ended before a save"
-        assert time.monotonic() < deadline, "no save in 300 s"
-        time.sleep(0.01)
+    # The rank that saves parks right after its first save (no race against a fast machine):
+    # node 1's rank is SIGKILLed while the stage cannot have finished, then the parked rank
+    # (if it is node 0's) is let go into its next collective.
+    park = ParkedByFifo(str(tmp_path), f"{ckpt.name}/latest.json", 1)
+    parked = [[*c[:c.index("-m", 3)], BOOT_SCRIPT, *args] for c in cmds]
+    procs = [start(c, {**env, **park.env}, stdin=subprocess.PIPE) for c in parked]
+    assert park.wait_parked(), "no rank saved a checkpoint"
     killed_at = time.monotonic()
     os.kill(_worker_of(procs[1].pid), signal.SIGKILL)
+    procs[0].stdin.write("go")  # node 0's rank, parked or blocked in a collective, goes on
+    procs[0].stdin.flush()
     nodes = finish(procs, timeout=120)  # never hangs: both launchers end
     assert time.monotonic() - killed_at < 60
     assert not (tmp_path / "k" / "stages" / "train.json").exists(), "the stage had finished"
