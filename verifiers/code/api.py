@@ -190,7 +190,9 @@ class CodeVerifier:
     """``verify(program, tests) -> Verdict``; owns its worker pool until `close`."""
 
     name = "code"
-    version = "2.0"  # 2.0: assert-based checks in their own process (issue 14)
+    # 2.0: assert-based checks in their own process (issue 14); 2.1: candidates hash with seed 0,
+    # a set crosses the proxy in its sender's order, programs compile with dont_inherit (32)
+    version = "2.1"
     fields = ("program", "tests")
 
     def __init__(self, *, timeout: float | None = None, workers: int | None = None,
