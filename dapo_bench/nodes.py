@@ -110,14 +110,17 @@ def _peer_lost(exc: BaseException) -> str:
         from torch.distributed import DistNetworkError
     except ImportError:  # pragma: no cover - torch is a hard dependency
         return ""
-    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    text = re.sub(r"^\[[^\]]*\.(cc|cpp|hpp):\d+\]\s*", "", text)  # gloo's source location
-    text = text.split(". ")[0]  # "...: Connection reset by peer. This is typically caused by"
     lost = ("Connection closed by peer", "Connection reset by peer", "Broken pipe",
             "Socket Timeout", "Timed out", "timed out", "Connection refused",
             "failed to pass monitoredBarrier")  # the last: TORCH_DISTRIBUTED_DEBUG=DETAIL
-    if isinstance(exc, DistNetworkError) or any(s in text for s in lost):
-        return text if len(text) < 160 else text[:157] + "..."
+    # Any line: under TORCH_DISTRIBUTED_DEBUG=DETAIL gloo's line comes second, after
+    # "ProcessGroupWrapper: Monitored Barrier encountered error running collective: ...".
+    lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()] or [type(exc).__name__]
+    for line in lines:
+        text = re.sub(r"^\[[^\]]*\.(cc|cpp|hpp):\d+\]\s*", "", line)  # gloo's source location
+        text = text.split(". ")[0]  # "...: Connection reset by peer. This is typically caused"
+        if isinstance(exc, DistNetworkError) or any(s in text for s in lost):
+            return text if len(text) < 160 else text[:157] + "..."
     return ""
 
 

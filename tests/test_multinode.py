@@ -161,6 +161,10 @@ def test_only_a_lost_peer_is_reported_as_a_lost_node(monkeypatch):
     assert "a node was lost: a collective lost contact with another rank (Read error " \
         "[127.0.0.1]:35470: Connection reset by peer)" in line
     assert line.endswith("-m dapo_bench.cli train --method grpo")  # not under torchrun here
+    detail = RuntimeError("ProcessGroupWrapper: Monitored Barrier encountered error running "
+                          "collective: CollectiveFingerPrint(OpType=ALLREDUCE). Error: \n[/x/gloo/"
+                          "pair.cc:553] Connection closed by peer [127.0.0.1]:391. This is ...")
+    assert "(Connection closed by peer [127.0.0.1]:391)" in nodes.lost_rank_message(detail, [])
     assert nodes.lost_rank_message(ValueError("bad"), ["train"]) is None  # keeps its traceback
     assert nodes.lost_rank_message(None, ["train"]) is None  # Ctrl-C: "interrupted"
     monkeypatch.setenv("WORLD_SIZE", "1")

@@ -127,15 +127,16 @@ def _kill_idle_sympy_worker(v) -> None:
 def test_a_killed_sympy_worker_is_no_reward_not_a_zero():
     reward = make_math_reward(workers=1)
     v = shared_verifier("math", workers=1)
-    # (x+1)^2 vs x^2+2x+1 needs sympy: it goes to the dead worker.
+    # a trigonometric identity needs sympy (no exact canonical form): it goes to the dead worker
+    resp, gold = "so \\boxed{\\frac{\\sin(2x)}{2}}", "\\sin x\\cos x"
     _kill_idle_sympy_worker(v)
-    assert reward([RESPONSES[2], RESPONSES[0]], answer=GOLDS[2:3] + GOLDS[:1]) == [None, 1.0]
+    assert reward([resp, RESPONSES[0]], answer=[gold, GOLDS[0]]) == [None, 1.0]
     _kill_idle_sympy_worker(v)
     opts = {"math_options": {"workers": 1}}
-    assert compute_score("math", RESPONSES[2], GOLDS[2], **opts) == {
-        "score": 0.0, "acc": False, "pred": "(x+1)^2", "reason": "verifier_error",
+    assert compute_score("math", resp, gold, **opts) == {
+        "score": 0.0, "acc": False, "pred": "\\frac{\\sin(2x)}{2}", "reason": "verifier_error",
         "infra_error": True}
-    assert compute_score("math", RESPONSES[2], GOLDS[2], **opts)["score"] == 1.0  # recovered
+    assert compute_score("math", resp, gold, **opts)["score"] == 1.0  # recovered
 
 
 def _uid_processes(uid: int) -> list[int]:
