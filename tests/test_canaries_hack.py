@@ -16,6 +16,7 @@ import re
 
 import pytest
 import torch
+from dapo_bench.verifiers.base import VERIFIERS, Verdict
 
 from dapo_bench.errors import RunStopped
 from dapo_bench.generation.base import GENERATORS, Completion
@@ -23,7 +24,6 @@ from dapo_bench.generation.hf import HFGenerator
 from dapo_bench.registry import Entry
 from dapo_bench.run import RunOptions, run_training
 from dapo_bench.tasks import TASKS
-from dapo_bench.verifiers.base import VERIFIERS, Verdict
 
 HACK_FROM = 4  # generate calls before the scripted policy "finds" the hack
 K = 2
