@@ -177,7 +177,8 @@ class Canaries:
                 f.writelines(json.dumps(r) + "\n" for r in rows)
         k = self.ctx.opts.stop_on_cheat
         events = summary(self.path)["rewarded"] if k and dist.is_main() else 0
-        if k and (dist.broadcast(events) if dist.world_size() > 1 else events) >= k:
+        events = dist.broadcast(events) if k and dist.world_size() > 1 else events  # rank 0's
+        if k and events >= k:
             raise RunStopped(f"--stop-on-cheat {k}: {events} cheat events (rewards on "
                              f"canaries) by {where}; the run's files are kept in "
                              f"{self.ctx.run_dir} (canaries.jsonl)")
