@@ -5,6 +5,7 @@ it), its tokens stay charged, the artifact row keeps it and results.json counts 
 import json
 
 import torch
+from dapo_bench.verifiers.base import Verdict
 from test_budget import TINY
 
 from dapo_bench.generation.base import SamplingParams
@@ -17,7 +18,6 @@ from dapo_bench.toy.model import tiny_llama
 from dapo_bench.toy.tokenizer import build_char_tokenizer
 from dapo_bench.training.online import groups_to_batch
 from dapo_bench.training.rollouts import Request, group_from_row, infra_errors, sample_groups
-from dapo_bench.verifiers.base import Verdict
 
 
 def every_other_crashes(texts, ids, finished):

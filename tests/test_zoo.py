@@ -5,11 +5,11 @@ scored). The code zoo runs attacking programs: only in a PID namespace (``-m hos
 import os
 
 import pytest
+from dapo_bench.verifiers.base import Verdict
 
 from dapo_bench.errors import RunStopped
 from dapo_bench.eval import zoo
 from dapo_bench.tasks import load_task
-from dapo_bench.verifiers.base import Verdict
 
 
 class PaysNaN:
