@@ -1,7 +1,9 @@
 """The ``dapo-bench`` command line: thin; parses arguments and calls the library.
 
 User errors (:class:`dapo_bench.errors.UserError`) and usage errors (an unknown flag, a bad
-value) print one line and exit with status 2. The flag conventions are in
+value) print one line and exit with status 2; a run stopped on purpose by a watch
+(:class:`dapo_bench.errors.RunStopped`: ``--stop-on-cheat``, the exploit zoo) prints one
+``stopped:`` line and exits with status 3. The flag conventions are in
 ``dapo_bench.commands.common``.
 Ctrl-C prints one line (for ``eval`` and ``train``: artifacts kept, and the command that
 resumes) and exits with status 130. Typer turns a KeyboardInterrupt that reaches it into a
@@ -23,7 +25,7 @@ import typer
 
 from dapo_bench import __version__
 from dapo_bench.commands import COMMAND_MODULES
-from dapo_bench.errors import UserError
+from dapo_bench.errors import RunStopped, UserError
 
 app = typer.Typer(
     name="dapo-bench",
@@ -116,6 +118,9 @@ def main() -> None:
     except UserError as e:
         print(f"error: {e}", file=sys.stderr)
         sys.exit(2)
+    except RunStopped as e:
+        print(f"stopped: {e}", file=sys.stderr)
+        sys.exit(RunStopped.exit_code)
     except usage_error as e:
         if type(e).__name__ == "NoArgsIsHelpError":  # bare `dapo-bench` / `dapo-bench sandbox`
             e.show()

@@ -9,3 +9,11 @@ missing``.
 
 class UserError(Exception):
     """An error caused by the user's input; its message is shown as is."""
+
+
+class RunStopped(Exception):
+    """A run stopped on purpose by a watch that fired (``--stop-on-cheat``, the exploit zoo):
+    the CLI prints ``stopped: <message>`` on one line and exits with status 3; everything the
+    run wrote stays."""
+
+    exit_code = 3

@@ -385,3 +385,25 @@ def test_iteration_in_results_object_form(tmp_path):
     it = next(r for r in runs if r.iteration == 1)
     assert it.get("ledger.flops") == 5.0 and it.get("method") == "dapo"
     assert [r.evaluated for r in runs if r.evaluated] == ["control", "final", "reference"]
+
+
+def test_a_cheat_rate_column_where_a_run_had_canaries(runs, tmp_path):
+    """A run trained with --canaries gives its tables a cheat-rate column; the others (and
+    every table of runs without canaries: the committed ones) stay as they were."""
+    mine = tmp_path / "runs"
+    shutil.copytree(runs, mine)
+    res = mine / "seeds" / "s0" / "grpo" / "results.json"
+    data = json.loads(res.read_text())
+    data["canaries"] = {"n": 400, "rewarded": 3, "cheat_rate": 0.0075, "items": 50,
+                        "examples": []}
+    res.write_text(json.dumps(data))
+    out = tmp_path / "out"
+    render(ARITH, mine, out)
+    md = (out / "arith.md").read_text()
+    seeds = _section(md, "seeds")
+    assert "cheat rate (canaries)" in seeds
+    assert _row(seeds, "GRPO")[-1] == "0.75%" and _row(seeds, "PPO")[-1] == "–"
+    assert "cheat rate" not in _section(md, "critic")
+    with open(out / "arith.csv", newline="") as f:
+        rate = [x for x in csv.DictReader(f) if x["column"] == "cheat_rate"]
+    assert {x["table"] for x in rate} == {"seeds"}

@@ -84,6 +84,11 @@ def register(app: typer.Typer) -> None:
         checkpoint_every: Annotated[int, Opt(
             help="save a training stage every K steps (optimizer steps; GRPO/PPO: online "
                  "steps); a rerun resumes a killed stage there (0 = off: it restarts)")] = 0,
+        canaries: Annotated[float, Opt(
+            help="share F of impossible items sampled beside the training problems, never "
+                 "trained on; a reward on one is a cheat event (0 = none)")] = 0.0,
+        stop_on_cheat: Annotated[int, Opt(
+            help="stop the run (exit 3, files kept) after K cheat events (0 = never)")] = 0,
     ) -> None:
         """Train a policy with a registered method (DAPO = Liu et al., step-level, offline)."""
         if method not in METHOD_NAMES:  # before importing torch and the methods (seconds)
@@ -108,7 +113,7 @@ def register(app: typer.Typer) -> None:
             deepspeed=deepspeed, offload=offload, bf16=bf16, micro_batch=micro_batch,
             budget_flops=budget_flops, control=control, seed=seed, out=str(out),
             run_id=run_id, data_dir=str(data_dir) if data_dir else None, quiet=quiet,
-            checkpoint_every=checkpoint_every,
+            checkpoint_every=checkpoint_every, canaries=canaries, stop_on_cheat=stop_on_cheat,
             **{k: v for k, v in (("control_batch_size", control_batch_size),
                                  ("control_lr", control_lr)) if v is not None},
         )

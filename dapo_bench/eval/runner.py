@@ -21,6 +21,9 @@ is a multiple of the world size (a 30-problem task on 2 ranks is two chunks of 1
 leaves rank 1 idle); the rows are merged in problem order, so the samples and the results are
 one process's, whichever rank made them.
 
+Before a verifier scores anything, the exploit zoo (``eval.zoo``) runs through it: an attack
+that passes stops the eval (``RunStopped``).
+
 Not covered: truncating prompts longer than the model's context; several models in one call.
 """
 
@@ -33,6 +36,7 @@ from typing import Any
 
 from dapo_bench import dist
 from dapo_bench.errors import UserError
+from dapo_bench.eval import zoo
 from dapo_bench.eval.progress import Progress
 from dapo_bench.eval.report import model_info, task_result
 from dapo_bench.eval.store import SampleStore
@@ -143,6 +147,7 @@ def _run_task(task, gen, store, params, chunk, progress, verifiers) -> tuple[lis
     options) across tasks."""
     if task.verifier_key not in verifiers:
         verifiers[task.verifier_key] = task.make_verifier()
+        zoo.check(task, verifiers[task.verifier_key])  # no attack passes, or the run stops
     verifier = verifiers[task.verifier_key]
     if task.name in store.stale:
         _reverify(task, store, verifier, chunk, progress)

@@ -7,12 +7,16 @@ no result file, printed deltas that disagree with the printed values, and the pr
 the measured runs (commit, verifier, prompt template, sampling). Everything is derived from
 its inputs only, in a fixed order, so a table is a pure function of the files.
 
+A table whose runs include one trained with ``--canaries`` gets a cheat-rate column
+(:func:`with_cheat_rate`).
+
 Not covered: formatting (see ``render``) and statistics beyond the stderr the result files
 carry (an average's stderr assumes independent columns).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import math
 from collections import Counter
@@ -177,6 +181,7 @@ def build_table(spec: S.Spec, t: S.Table, runs: list[Run],
     """Fill table ``t`` of ``spec`` from ``runs`` (already sorted) and published rows."""
     where = f"{spec.path}: table {t.id}"
     rows_spec = _expand_rows(t, runs) + _reference_rows(t, load_spec)
+    t = with_cheat_rate(t, rows_spec, runs)
     notes = list(t.notes)
     rows: list[OutRow] = []
     used: list[Run] = []
@@ -228,6 +233,22 @@ def build_table(spec: S.Spec, t: S.Table, runs: list[Run],
             for c in t.columns]
     return OutTable(t.id, t.title or t.id, t.caption, t.decimals, cols, rows, n_row, notes,
                     provenance(t, used), sorted({u.path for u in used}))
+
+
+CHEAT_RATE = S.Column(id="cheat_rate", label="cheat rate (canaries)",
+                      field="canaries.cheat_rate", format="{:.2%}")
+
+
+def with_cheat_rate(t: S.Table, rows: list[S.Row], runs: list[Run]) -> S.Table:
+    """``t`` with a cheat-rate column (results.json ``canaries.cheat_rate``: rewards on
+    canaries per canary response) when a run of its rows was trained with ``--canaries`` and
+    the spec has no such column; a table of runs without canaries is unchanged."""
+    if any(c.field == CHEAT_RATE.field for c in t.columns):
+        return t
+    if not any(r.match and matches(x, r.match) and isinstance(x.get("canaries"), dict)
+               for r in rows for x in runs):
+        return t
+    return dataclasses.replace(t, columns=[*t.columns, CHEAT_RATE])
 
 
 def _fmt_match(match: dict) -> str:

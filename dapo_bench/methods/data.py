@@ -27,7 +27,13 @@ from typing import Any
 from dapo_bench.errors import UserError
 from dapo_bench.io import atomic_write_jsonl, read_jsonl
 from dapo_bench.tasks.task import Task
-from dapo_bench.training.rollouts import Group, Request, TrainProblem, group_from_row
+from dapo_bench.training.rollouts import (
+    Group,
+    Request,
+    TrainProblem,
+    group_from_row,
+    infra_errors,
+)
 from dapo_bench.verifiers.base import Verdict, Verifier
 
 
@@ -100,6 +106,13 @@ class Scorer:
         self._by_id = {p.id: p for p in task.problems}
         self._verifier: Verifier = task.make_verifier()
 
+    def add(self, problems: list[Any]) -> None:
+        """Judge these problems too, by the same verifier (the run's canaries)."""
+        for p in problems:
+            if p.id in self._by_id:
+                raise ValueError(f"problem id {p.id!r} is already a training problem")
+            self._by_id[p.id] = p
+
     def __call__(self, texts: list[str], problem_ids: list[str],
                  finished: list[bool] | None = None) -> list[Verdict]:
         return self.task.score(self._verifier, texts, [self._by_id[i] for i in problem_ids],
@@ -107,6 +120,15 @@ class Scorer:
 
     def close(self) -> None:
         self._verifier.close()
+
+
+def count_infra(ctx: Any, stage: str, groups: list[Group]) -> int:
+    """Count ``stage``'s rollouts masked for an infrastructure error (``Group.infra``: never a
+    0 reward) in its counts (results.json ``counts``); nothing is added when there are none."""
+    n = infra_errors(groups)
+    if n:
+        ctx.count(stage, {"infra_errors": n})
+    return n
 
 
 def load_train_problems(ctx: Any, limit: int | None = None, task: Any = None) -> list[TrainProblem]:
@@ -147,8 +169,10 @@ def rollout_stage(ctx: Any, cfg: OfflineSampling) -> tuple[list[Group], dict[str
     Returns the groups and the prompt ids of each problem id. With a FLOP target
     (``training.budget``) sampling walks through the whole split, in order, until it has spent
     ``rollout_frac`` of the budget (training gets the rest); without one it samples the first
-    ``n_problems``."""
+    ``n_problems``. With ``--canaries`` the stage then samples the run's canaries
+    (``methods.canaries``: logged, never in the groups returned)."""
     from dapo_bench.generation.base import SamplingParams
+    from dapo_bench.methods import canaries
     from dapo_bench.training import budget
     from dapo_bench.training.rollouts import sample_groups
 
@@ -169,8 +193,12 @@ def rollout_stage(ctx: Any, cfg: OfflineSampling) -> tuple[list[Group], dict[str
                     ctx.generator(ctx.opts.model), [Request.for_problem(p) for p in problems],
                     cfg.samples_per_prompt, scorer, params=params, chunk_size=cfg.chunk, ledger=led,
                     stage="rollouts", progress=advance, until=led.exhausted)
+            canaries.offline(ctx, scorer, ctx.generator(ctx.opts.model), len(groups),
+                             cfg.samples_per_prompt, params, "rollouts",
+                             lambda task: load_train_problems(ctx, task=task))
         finally:
             scorer.close()
+        count_infra(ctx, "rollouts", groups)
         atomic_write_jsonl(path, [g.to_row() for g in groups])
         n = sum(len(g.rollouts) for g in groups)
         acc = sum(sum(g.passed) for g in groups) / max(n, 1)

@@ -67,10 +67,12 @@ def run_online(ctx: Any, cfg: Any, train_fn: Callable) -> MethodOutput:
 
                 history = train_fn(policy, problems, cfg, ledger=ctx.ledger, score=scorer,
                                    stage="train", seed=ctx.opts.seed, engine_cfg=ctx.engine_cfg,
-                                   on_log=log)
+                                   on_log=log, watch=canary_watch(ctx, scorer, problems))
             save_policy(policy.model, policy.tokenizer, out_dir)
             ctx.count("train", {k: sum(h[k] for h in history)
                                 for k in ("rows", "context_cut", "response_cut")})
+            ctx.count("train", {k: v for k in ("infra_errors",)
+                                if (v := sum(h.get(k, 0) for h in history))})
         finally:
             scorer.close()
             policy.close()
@@ -79,3 +81,22 @@ def run_online(ctx: Any, cfg: Any, train_fn: Callable) -> MethodOutput:
                 "stopped": "budget" if ctx.ledger.exhausted() else "max_steps"}
 
     return train_stage(ctx, work, out_dir)
+
+
+def canary_watch(ctx: Any, scorer: Any, problems: list) -> Callable | None:
+    """With ``--canaries F``: after each online step's sampling, F * its prompts canaries on
+    average, as many samples each as a prompt gets, from the same weights
+    (``methods.canaries``)."""
+    if not ctx.opts.canaries:
+        return None
+    from dapo_bench.methods.canaries import Canaries, pool_size
+    from dapo_bench.methods.data import load_train_problems
+
+    canaries = Canaries.make(ctx, scorer, pool_size(ctx.opts.canaries, len(problems)),
+                             lambda task: load_train_problems(ctx, task=task))
+
+    def watch(policy: Any, step: int, n_prompts: int, params: Any) -> None:
+        canaries.watch(policy.generator, canaries.online_share(step, n_prompts), params.n,
+                       params, "train", step + 1)
+
+    return watch

@@ -38,7 +38,9 @@ class RunOptions:
     out: parent dir of run dirs; run_id: run dir name (default: method-task-seed); data_dir:
     benchmark files for file-backed tasks; quiet: plain log lines; checkpoint_every: save a
     training stage every this many steps (optimizer steps; GRPO/PPO: online steps), so a killed
-    stage resumes there (0 = off; ``training.checkpoint``).
+    stage resumes there (0 = off; ``training.checkpoint``); canaries: the share of impossible
+    items sampled beside the training problems (0 = none; ``methods.canaries``); stop_on_cheat:
+    stop the run after this many rewards on canaries (0 = never).
     """
 
     model: str | None = None
@@ -62,11 +64,18 @@ class RunOptions:
     data_dir: str | None = None
     quiet: bool = False
     checkpoint_every: int = 0
+    canaries: float = 0.0
+    stop_on_cheat: int = 0
 
     def __post_init__(self) -> None:
         ce = self.checkpoint_every
         if isinstance(ce, bool) or not isinstance(ce, int) or ce < 0:
             raise UserError(f"--checkpoint-every must be an integer >= 0 (0 = off), got {ce!r}")
+        if not 0.0 <= self.canaries < 1.0:
+            raise UserError(f"--canaries must be a fraction in [0, 1), got {self.canaries!r}")
+        if self.stop_on_cheat < 0 or (self.stop_on_cheat and not self.canaries):
+            raise UserError(f"--stop-on-cheat {self.stop_on_cheat}: needs --canaries F > 0 "
+                            f"and a count >= 1 (0 = never stop)")
 
     def engine_config(self) -> Any:
         """The run's training engine settings (``training.engine.EngineConfig``)."""

@@ -7,8 +7,8 @@
   builder eval uses too): the final policy's task metrics, the ledger, config, history,
   iterations, per-stage wall times, and for each eval task the reference / control / final
   accuracies with paired-bootstrap gains (``comparison``).
-- :func:`summary_lines`: what ``dapo-bench train`` prints after its table (the budget, and the
-  method's own ``summary``).
+- :func:`summary_lines`: what ``dapo-bench train`` prints after its table (the budget, the
+  canaries, and the method's own ``summary``).
 
 Not covered: sampled (n > 1) evaluation of training runs; controls other than SFT.
 """
@@ -22,6 +22,7 @@ from typing import Any
 from dapo_bench import dist
 from dapo_bench.io import read_json
 from dapo_bench.ledger import Ledger
+from dapo_bench.methods.canaries import summary as canary_summary
 from dapo_bench.methods.evaluate import eval_policy, train_problem_solutions
 from dapo_bench.results import build_results, now_utc, write_results
 
@@ -66,8 +67,10 @@ def train_results(ctx: Any, spec: Any, saved: dict, out: Any, t0: float,
                   train_data: dict | None = None) -> dict:
     """Evaluate reference, final policy and control; write and return ``results.json``:
     besides the schema's fields, ``train_data`` (which task and split trained, checked
-    disjoint from the eval tasks) and ``counts`` (per stage: rows scored, contexts and
-    responses cut to a ``max_length``; nothing is truncated silently)."""
+    disjoint from the eval tasks), ``counts`` (per stage: rows scored, contexts and
+    responses cut to a ``max_length``, rollouts masked for an infrastructure error; nothing is
+    truncated or dropped silently) and, with ``--canaries``, ``canaries``
+    (``methods.canaries.summary``)."""
     from dapo_bench.provenance import hash_path
     from dapo_bench.training import budget
 
@@ -103,6 +106,8 @@ def train_results(ctx: Any, spec: Any, saved: dict, out: Any, t0: float,
         comparison=comparison, control=control_info, train_data=train_data,
         counts=ctx.counts, budget=budget_info,
         stage_seconds={k: round(v, 2) for k, v in ctx.stage_seconds.items()},
+        **({"canaries": canary_summary(ctx.run_dir / "canaries.jsonl", ctx.opts.canaries)}
+           if ctx.opts.canaries else {}),
     )
     if dist.is_main():
         write_results(ctx.run_dir, results)
@@ -122,5 +127,10 @@ def summary_lines(results: dict) -> list[str]:
     from dapo_bench.training.budget import describe
 
     lines = [describe(results["budget"])] if results.get("budget") is not None else []
+    c = results.get("canaries")
+    if c is not None:
+        lines.append(f"canaries: {c['rewarded']} of {c['n']} canary responses rewarded (cheat "
+                     f"rate {c['cheat_rate']:.4f}, {c['items']} canary prompts, "
+                     f"{c['infra_errors']} infrastructure errors)")
     spec = METHODS.get(results["method"])
     return lines + (spec.summary(results) if spec.summary else [])

@@ -21,7 +21,10 @@ from dapo_bench.run.options import RunOptions
 
 # options that change nothing a run computes: a resumed run may differ in them (micro_batch
 # changes memory, not the update: the same run to float rounding; checkpoints change nothing)
-COSMETIC = ("quiet", "out", "run_id", "micro_batch", "checkpoint_every")
+COSMETIC = ("quiet", "out", "run_id", "micro_batch", "checkpoint_every", "stop_on_cheat")
+# options added after runs were made that change nothing at their default: left out of the
+# identity when at it, so run ids of runs that do not use them stay what they were
+LATER = {"canaries": 0.0}
 # options of the evaluation only: not part of the run id; a resumed run may extend them (more
 # eval tasks, a larger --eval-limit) without redoing generation or training
 EVAL_OPTIONS = ("eval_tasks", "eval_limit", "eval_max_new_tokens")
@@ -33,6 +36,9 @@ def identity(saved: dict) -> dict:
     out = _jsonable(saved)
     for k in (*COSMETIC, *EVAL_OPTIONS):
         out["options"].pop(k, None)
+    for k, default in LATER.items():
+        if out["options"].get(k) == default:
+            out["options"].pop(k)
     return out
 
 

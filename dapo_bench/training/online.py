@@ -49,7 +49,14 @@ from dapo_bench.models import load_policy, save_policy
 from dapo_bench.training import checkpoint
 from dapo_bench.training.batches import PairBatch, pack_pairs, token_logprobs
 from dapo_bench.training.loop import shuffled_batches, train_loop
-from dapo_bench.training.rollouts import Group, Request, Score, TrainProblem, sample_groups
+from dapo_bench.training.rollouts import (
+    Group,
+    Request,
+    Score,
+    TrainProblem,
+    infra_errors,
+    sample_groups,
+)
 
 
 class OnlinePolicy:
@@ -101,6 +108,7 @@ class RolloutBatch:
     batch: PairBatch
     rewards: list[float]
     group: list[str]
+    infra_errors: int = 0  # rollouts masked (Group.infra): not in the batch, counted
 
     def rows(self, idx: Sequence[int]) -> PairBatch:
         return self.batch.rows(idx)
@@ -113,7 +121,8 @@ def groups_to_batch(tokenizer: Any, prompts: dict[str, Sequence[int]], groups: S
     rows = [(g, r) for g in groups for r in g.rollouts]
     batch = pack_pairs([prompts[g.key] for g, _ in rows], [r.token_ids for _, r in rows],
                        pad_id=tokenizer.pad_token_id, max_length=max_length)
-    return RolloutBatch(batch, [r.reward for _, r in rows], [g.problem_id for g, _ in rows])
+    return RolloutBatch(batch, [r.reward for _, r in rows], [g.problem_id for g, _ in rows],
+                        infra_errors(groups))
 
 
 def slice_rows(t: torch.Tensor, idx: Sequence[int]) -> torch.Tensor:
@@ -213,15 +222,21 @@ def update_passes(engines: Any, rb: RolloutBatch, loss_fn, cfg: Any, *, ledger: 
 
 # (rollout batch, online step index) -> statistics of the update it ran
 Update = Callable[[RolloutBatch, int], dict]
+# (policy, online step index, prompts per step, the step's sampling): called after a step's
+# sampling, before its update (the run's canaries)
+Watch = Callable[[OnlinePolicy, int, int, SamplingParams], None]
 
 
 def online_loop(policy: OnlinePolicy, problems: Sequence[TrainProblem], *, n_prompts: int,
                 n_samples: int, params: Callable[[int], SamplingParams], update: Update,
                 max_steps: int, max_length: int, score: Score, ledger: Ledger, stage: str,
                 seed: int, engines: dict[str, Any],
-                on_log: Callable[[dict], None] | None = None) -> list[dict]:
+                on_log: Callable[[dict], None] | None = None,
+                watch: Watch | None = None) -> list[dict]:
     """``max_steps`` online steps: sample from the current weights, then ``update``; per-step
-    logs. Stops when ``ledger``'s FLOP budget is spent.
+    logs. Stops when ``ledger``'s FLOP budget is spent. ``watch(policy, step, n_prompts,
+    params(step))`` runs after each step's sampling, from the same weights, before the update
+    (the run's canaries).
 
     Inside a checkpointed stage (``--checkpoint-every K``) it saves ``engines`` (every engine
     ``update`` steps), the RNG, the history and the ledger every K online steps, and a rerun
@@ -244,20 +259,24 @@ def online_loop(policy: OnlinePolicy, problems: Sequence[TrainProblem], *, n_pro
     for step in range(start, max_steps):
         if ledger.exhausted():
             break
-        rb = sample_step(policy, stream, n_prompts, n_samples, score, params(step),
+        sp = params(step)
+        rb = sample_step(policy, stream, n_prompts, n_samples, score, sp,
                          ledger=ledger, stage=stage, max_length=max_length)
+        if watch is not None:
+            watch(policy, step, n_prompts, sp)
         stats = update(rb, step)
         policy.mark_updated()
         cuts = rb.batch.cuts
-        rows, reward, resp, ctx_cut, resp_cut = dist.all_sum([
+        rows, reward, resp, ctx_cut, resp_cut, infra = dist.all_sum([
             len(rb.rewards), sum(rb.rewards), float(rb.batch.response_mask.sum()),
-            cuts["context_cut"], cuts["response_cut"]])
+            cuts["context_cut"], cuts["response_cut"], rb.infra_errors])
         n = max(rows, 1)
         history.append({"step": step + 1, "reward": reward / n, "response_tokens": resp / n,
                         "flops": ledger.total_flops,
                         "seconds": round(time.perf_counter() - t0, 2), **stats,
                         "rows": int(rows), "context_cut": int(ctx_cut),
-                        "response_cut": int(resp_cut)})
+                        "response_cut": int(resp_cut),
+                        **({"infra_errors": int(infra)} if infra else {})})
         if on_log:
             on_log(history[-1])
         if ckpt is not None and ckpt.due(step + 1, max_steps) and not ledger.exhausted():
@@ -279,6 +298,7 @@ class OnlineRun:
     seed: int = 0
     engine_cfg: Any = None
     on_log: Callable[[dict], None] | None = None
+    watch: Watch | None = None
 
     def loop(self, policy: OnlinePolicy, problems: Sequence[TrainProblem], cfg: Any, *,
              n_prompts: int, n_samples: int, update: Update,
@@ -290,13 +310,13 @@ class OnlineRun:
             params=lambda step: sampling_params(cfg, n_samples, self.seed * 100003 + step),
             update=update, max_steps=cfg.max_steps, max_length=cfg.max_length,
             score=self.score, ledger=self.ledger, stage=self.stage, seed=self.seed,
-            engines=engines, on_log=self.on_log)
+            engines=engines, on_log=self.on_log, watch=self.watch)
 
 
 def online_trainer(fn: Callable[..., list[dict]]) -> Callable[..., list[dict]]:
     """``fn(policy, problems, cfg, run: OnlineRun)`` as ``train(policy, problems, cfg, *,
-    ledger, score, stage="train", seed=0, engine_cfg=ONE_PROCESS, on_log=None)``: the one
-    signature of the online trainers (``methods.online.run_online`` calls it)."""
+    ledger, score, stage="train", seed=0, engine_cfg=ONE_PROCESS, on_log=None, watch=None)``:
+    the one signature of the online trainers (``methods.online.run_online`` calls it)."""
     import functools
 
     from dapo_bench.training.engine import ONE_PROCESS
@@ -304,8 +324,9 @@ def online_trainer(fn: Callable[..., list[dict]]) -> Callable[..., list[dict]]:
     @functools.wraps(fn)
     def train(policy: OnlinePolicy, problems: list, cfg: Any, *, ledger: Ledger, score: Score,
               stage: str = "train", seed: int = 0, engine_cfg: Any = ONE_PROCESS,
-              on_log: Callable[[dict], None] | None = None) -> list[dict]:
+              on_log: Callable[[dict], None] | None = None,
+              watch: Watch | None = None) -> list[dict]:
         return fn(policy, problems, cfg, OnlineRun(ledger, score, stage, seed, engine_cfg,
-                                                   on_log))
+                                                   on_log, watch))
 
     return train

@@ -13,6 +13,12 @@ PPO's online steps) goes through :func:`sample_groups`:
   :class:`~dapo_bench.verifiers.base.Verdict` and its reward, the generated token ids, log-probs
   where asked), and the chunk's prompt tokens for the compute ledger.
 
+An infrastructure error is no reward: a rollout whose verdict is ``Verdict.infra_error`` (the
+sandbox or a verifier worker died, not the answer's fault) is taken out of its group's
+``rollouts`` (so no loss, advantage, label or pair sees it) and kept in ``Group.infra``: its
+tokens stay charged, artifacts keep it (``infra_errors`` in the row) and stages count it
+(:func:`infra_errors`).
+
 Token ids are the truth: a rollout keeps the ids the model generated (EOS included when it
 stopped on EOS), and everything downstream (steps, states, actions, log-probs, the critic's
 inputs) is cut from those ids, never from re-tokenised text. :class:`StepSplitter` cuts ids into
@@ -102,6 +108,11 @@ class Rollout:
         return self.verdict.passed if self.verdict is not None else self.reward > 0.5
 
     @property
+    def infra(self) -> bool:
+        """The verifier failed on its own side: no reward at all (masked, never a 0)."""
+        return self.verdict is not None and self.verdict.infra_error
+
+    @property
     def stopped(self) -> bool:
         return self.finish_reason == "stop"
 
@@ -119,6 +130,7 @@ class Group:
     rollouts: list[Rollout]
     prompt_tokens: int = 0  # a chunk's prompt tokens, carried by its first group
     extra: dict[str, Any] = field(default_factory=dict)  # fields a stage keeps in the row
+    infra: list[Rollout] = field(default_factory=list)  # masked: the verifier failed on them
 
     @property
     def texts(self) -> list[str]:
@@ -135,19 +147,33 @@ class Group:
     @property
     def tokens(self) -> int:
         """Prompt + generated tokens (what the compute ledger charges as inference)."""
-        return self.prompt_tokens + sum(r.n_tokens for r in self.rollouts)
+        return self.prompt_tokens + sum(r.n_tokens for r in self.rollouts + self.infra)
 
     def to_row(self, list_field: str = "responses") -> dict:
-        return {"key": self.key, "problem_id": self.problem_id,
-                "prompt_tokens": self.prompt_tokens,
-                list_field: [r.to_row() for r in self.rollouts]}
+        row = {"key": self.key, "problem_id": self.problem_id,
+               "prompt_tokens": self.prompt_tokens,
+               list_field: [r.to_row() for r in self.rollouts]}
+        if self.infra:  # only then: rows without infrastructure errors stay as they were
+            row["infra_errors"] = [{**r.to_row(), "reason": r.verdict.reason if r.verdict
+                                    else "infra"} for r in self.infra]
+        return row
+
+
+def _from_row(c: dict) -> Rollout:
+    return Rollout(c["text"], float(c["reward"]), None, c["n_tokens"], c["finish_reason"],
+                   c.get("token_ids"))
 
 
 def group_from_row(row: dict, list_field: str = "responses") -> Group:
     """The :class:`Group` of an artifact row (rewards kept, verdicts not)."""
-    rollouts = [Rollout(c["text"], float(c["reward"]), None, c["n_tokens"], c["finish_reason"],
-                        c.get("token_ids")) for c in row[list_field]]
-    return Group(row["key"], row["problem_id"], rollouts, row.get("prompt_tokens", 0))
+    return Group(row["key"], row["problem_id"], [_from_row(c) for c in row[list_field]],
+                 row.get("prompt_tokens", 0),
+                 infra=[_from_row(c) for c in row.get("infra_errors", ())])
+
+
+def infra_errors(groups: Sequence[Group]) -> int:
+    """Rollouts masked because the verifier failed on them (see the module doc)."""
+    return sum(len(g.infra) for g in groups)
 
 
 # --------------------------------------------------------------------------- sampling
@@ -168,8 +194,9 @@ def sample_chunk(generator: Generator, requests: Sequence[Request], n: int, scor
                                    finish_reason=c.finish_reason, token_ids=c.token_ids,
                                    logprobs=c.logprobs) for c in comps]
         # the chunk's prompt tokens, attributed to its first group (the ledger sums them)
-        groups.append(Group(req.key, req.problem_id, rollouts,
-                            generator.last_prompt_tokens if j == 0 else 0))
+        groups.append(Group(req.key, req.problem_id, [r for r in rollouts if not r.infra],
+                            generator.last_prompt_tokens if j == 0 else 0,
+                            infra=[r for r in rollouts if r.infra]))
     return groups
 
 

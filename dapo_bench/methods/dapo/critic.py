@@ -106,6 +106,8 @@ def critic_examples(
 
     out = []
     for r in mc_rows:
+        if r["value"] is None:  # every completion was an infrastructure error: no label
+            continue
         state = list(prompts[r["key"]]) + list(r["prefix_ids"])
         out.append((state, float(r["value"]), r["problem_id"], True))
         if not step_labels:

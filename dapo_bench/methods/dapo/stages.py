@@ -24,6 +24,8 @@ from dapo_bench import dist
 from dapo_bench.errors import UserError
 from dapo_bench.generation.base import SamplingParams
 from dapo_bench.io import atomic_write_json, atomic_write_jsonl, read_json, read_jsonl
+from dapo_bench.methods import canaries
+from dapo_bench.methods.data import count_infra, load_train_problems
 from dapo_bench.models import Policy
 from dapo_bench.training.rollouts import (
     Request,
@@ -38,7 +40,7 @@ from dapo_bench.training.rollouts import (
 
 def problems_for(ctx: Any, cfg: Any, k: int) -> tuple[Any, list]:
     """(scorer, problems) of iteration ``k``: with fresh_problems the k-th slice of the split."""
-    from dapo_bench.methods.data import Scorer, load_train_problems, load_train_task
+    from dapo_bench.methods.data import Scorer, load_train_task
 
     n = cfg.n_problems
     limit = None if n is None else (n * k if cfg.fresh_problems else n)
@@ -88,7 +90,11 @@ def rollouts(ctx, cfg, policy, problems, scorer, d: Path, stage: str, k: int) ->
             params=_params(ctx, cfg, scorer, 1, k), chunk_size=cfg.gen_chunk, ledger=ctx.ledger,
             stage=stage, progress=adv, log=log, shard=True, stats=chunks, until=_until(ctx),
         )
-    acc = [sum(g.rewards) / len(g.rewards) for g in groups]
+    acc = [sum(g.rewards) / len(g.rewards) for g in groups if g.rewards]
+    count_infra(ctx, stage, groups)
+    canaries.offline(ctx, scorer, gen, len(problems), cfg.n_samples,
+                     _params(ctx, cfg, scorer, 1, k), stage,
+                     lambda task: load_train_problems(ctx, task=task))
     return {"chunks": chunks,
         "n_problems": len(groups), "n_responses": sum(len(g.rollouts) for g in groups),
         "accuracy": sum(acc) / max(len(acc), 1),
@@ -135,11 +141,16 @@ def states(ctx, cfg, problems, d: Path) -> dict:
 
 
 def _mc_row(state: dict, group) -> dict:
-    """An ``mc.jsonl`` row: the state's fields, its completions, its label, prompt tokens."""
-    comps = [r.to_row() for r in group.rollouts]
+    """An ``mc.jsonl`` row: the state's fields, its completions, its label, prompt tokens.
+    Completions the verifier failed on are masked (``Group.infra``): the label is the mean
+    over the others, and None (no label: the critic skips the state) when none is left."""
+    row = group.to_row("completions")
+    comps = row["completions"]
     return {**{k: v for k, v in state.items() if k not in ("prompt", "prompt_ids")},
-            "completions": comps, "value": sum(c["reward"] for c in comps) / max(len(comps), 1),
-            "prompt_tokens": group.prompt_tokens}
+            "completions": comps,
+            "value": sum(c["reward"] for c in comps) / len(comps) if comps else None,
+            "prompt_tokens": group.prompt_tokens,
+            **({"infra_errors": row["infra_errors"]} if group.infra else {})}
 
 
 def mc_labels(ctx, cfg, policy, scorer, d: Path, stage: str, k: int) -> dict:
@@ -156,10 +167,11 @@ def mc_labels(ctx, cfg, policy, scorer, d: Path, stage: str, k: int) -> dict:
             to_row=lambda r, g: _mc_row(sts[r.key], g), shard=True, stats=chunks,
             until=_until(ctx),
         )
-    vals = [sum(g.rewards) / max(len(g.rewards), 1) for g in groups]
+    vals = [sum(g.rewards) / len(g.rewards) for g in groups if g.rewards]
     unlabelled = len(reqs) - len(groups)  # left by the budget's data share: counted, not hidden
     if unlabelled:
         ctx.count(stage, {"unlabelled_budget": unlabelled})
+    count_infra(ctx, stage, groups)
     return {"chunks": chunks, "n_states": len(groups), "unlabelled_budget": unlabelled, "n_completions": sum(len(g.rollouts) for g in groups),
             "mean_value": sum(vals) / max(len(vals), 1),
             "frac_0": sum(v == 0 for v in vals) / max(len(vals), 1),
