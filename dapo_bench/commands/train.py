@@ -17,6 +17,7 @@ from typer import Option as Opt
 from dapo_bench.commands.common import (
     MAX_NEW_TOKENS_HELP,
     NAMES,
+    REPORT_TO_HELP,
     examples,
     quiet_accelerator_probe,
     split_names,
@@ -84,12 +85,16 @@ def register(app: typer.Typer) -> None:
         checkpoint_every: Annotated[int, Opt(
             help="save a training stage every K steps (optimizer steps; GRPO/PPO: online "
                  "steps); a rerun resumes a killed stage there (0 = off: it restarts)")] = 0,
+        report_to: Annotated[str, Opt(help=REPORT_TO_HELP)] = "none",
     ) -> None:
         """Train a policy with a registered method (DAPO = Liu et al., step-level, offline)."""
         if method not in METHOD_NAMES:  # before importing torch and the methods (seconds)
             from dapo_bench.errors import UserError
 
             raise UserError(f"--method {method!r}: unknown (methods: {', '.join(METHOD_NAMES)})")
+        from dapo_bench.telemetry import check_report_to
+
+        check_report_to(report_to)  # before importing torch, too
         import torch
         from rich.console import Console
 
@@ -108,7 +113,7 @@ def register(app: typer.Typer) -> None:
             deepspeed=deepspeed, offload=offload, bf16=bf16, micro_batch=micro_batch,
             budget_flops=budget_flops, control=control, seed=seed, out=str(out),
             run_id=run_id, data_dir=str(data_dir) if data_dir else None, quiet=quiet,
-            checkpoint_every=checkpoint_every,
+            checkpoint_every=checkpoint_every, report_to=report_to,
             **{k: v for k, v in (("control_batch_size", control_batch_size),
                                  ("control_lr", control_lr)) if v is not None},
         )

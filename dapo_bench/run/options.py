@@ -19,6 +19,7 @@ from typing import Any
 from dapo_bench.config import load_config
 from dapo_bench.errors import UserError
 from dapo_bench.methods.base import MethodSpec
+from dapo_bench.telemetry import check_report_to
 from dapo_bench.training.sft import CONTROL_BATCH_SIZE, CONTROL_LR
 
 
@@ -38,7 +39,9 @@ class RunOptions:
     out: parent dir of run dirs; run_id: run dir name (default: method-task-seed); data_dir:
     benchmark files for file-backed tasks; quiet: plain log lines; checkpoint_every: save a
     training stage every this many steps (optimizer steps; GRPO/PPO: online steps), so a killed
-    stage resumes there (0 = off; ``training.checkpoint``).
+    stage resumes there (0 = off; ``training.checkpoint``); report_to: none | tensorboard |
+    wandb, where the run's scalars go while it runs (``dapo_bench.telemetry``; not part of the
+    run id).
     """
 
     model: str | None = None
@@ -62,6 +65,7 @@ class RunOptions:
     data_dir: str | None = None
     quiet: bool = False
     checkpoint_every: int = 0
+    report_to: str = "none"
 
     def __post_init__(self) -> None:
         ce = self.checkpoint_every
@@ -105,6 +109,7 @@ def resolve_options(method: str, opts: RunOptions) -> RunOptions:
         raise UserError(f"--model is required for task {spec.name} (its spec names no "
                         f"default_model)")
     GENERATORS.entry(opts.backend)
+    check_report_to(opts.report_to)
     try:
         opts.engine_config()
     except ValueError as e:
