@@ -123,12 +123,12 @@ def scalars(stage: str, values: dict[str, Any]) -> None:
         rec.write(_tagged(stage, values))
 
 
-def reward_stats(rewards: list[float]) -> dict[str, float]:
-    """``reward_mean`` and ``reward_std`` (population) of some rewards."""
-    n = max(len(rewards), 1)
-    mean = sum(rewards) / n
-    return {"reward_mean": mean,
-            "reward_std": math.sqrt(max(sum(r * r for r in rewards) / n - mean * mean, 0.0))}
+def reward_stats(n: float, total: float, squares: float) -> dict[str, float]:
+    """``reward_mean`` and ``reward_std`` (population) of ``n`` rewards from their sum and
+    their sum of squares (sums that several ranks can add up)."""
+    n = max(n, 1)
+    mean = total / n
+    return {"reward_mean": mean, "reward_std": math.sqrt(max(squares / n - mean * mean, 0.0))}
 
 
 def stage_record(stage: str, info: dict[str, Any]) -> None:

@@ -26,7 +26,8 @@ TINY = {
 }
 # what every optimiser step reports (docs/training.md, "Watching a run"), per method
 STEP = ("grad_norm", "lr", "tokens_per_s", "flops")
-LOSSES = {"sft": ("loss",), "rft": ("loss",), "dpo": ("loss", "pair_acc"),
+LOSSES = {"sft": ("loss",), "rft": ("loss",),
+          "dpo": ("loss", "pair_acc", "chosen_reward", "rejected_reward"),
           "grpo": ("loss", "pg_loss", "kl", "clip_frac", "reward_mean", "reward_std"),
           "ppo": ("actor_loss", "critic_loss", "pg_loss", "kl", "value_loss", "actor_grad_norm",
                   "critic_grad_norm", "actor_lr", "critic_lr", "reward_mean", "reward_std")}

@@ -253,8 +253,7 @@ def online_loop(policy: OnlinePolicy, problems: Sequence[TrainProblem], *, n_pro
             len(rb.rewards), sum(rb.rewards), sum(r * r for r in rb.rewards),
             float(rb.batch.response_mask.sum()), cuts["context_cut"], cuts["response_cut"]])
         n = max(rows, 1)
-        reward_std = math.sqrt(max(reward2 / n - (reward / n) ** 2, 0.0))
-        telemetry.scalars(stage, {"reward_mean": reward / n, "reward_std": reward_std,
+        telemetry.scalars(stage, {**telemetry.reward_stats(rows, reward, reward2),
                                   "response_tokens": resp / n})
         history.append({"step": step + 1, "reward": reward / n, "response_tokens": resp / n,
                         "flops": ledger.total_flops,

@@ -257,7 +257,9 @@ def sample_groups(
         log.merge([r.key for r in requests])
     groups = [g for k in sorted(mine) for g in mine[k]]
     if stage and telemetry.active() and (shard or dist.world_size() == 1):  # all groups here
-        telemetry.scalars(stage, telemetry.reward_stats([x for g in groups for x in g.rewards]))
+        rewards = [x for g in groups for x in g.rewards]
+        telemetry.scalars(stage, telemetry.reward_stats(
+            len(rewards), sum(rewards), sum(x * x for x in rewards)))
     return groups
 
 
