@@ -189,3 +189,21 @@ def test_an_old_run_dir_without_the_new_fields_resumes(tmp_path):
     claim_run_dir(tmp_path, old, spec)
     (tmp_path / "stages").mkdir()
     claim_run_dir(tmp_path, saved, spec)  # no "another config" error
+
+
+def test_only_rank_0_writes(tmp_path, monkeypatch):
+    """Every rank enters the recording (active: code that needs collectives for it runs them
+    on all ranks); a rank other than 0 opens no writer and writes nothing."""
+    from dapo_bench import dist, telemetry
+
+    monkeypatch.setattr(dist, "_initialised", lambda: False)
+    for rank in (1, 0):
+        monkeypatch.setenv("RANK", str(rank))
+        monkeypatch.setenv("WORLD_SIZE", "2")
+        with telemetry.recording("tensorboard", tmp_path / f"r{rank}", name="x") as rec:
+            assert telemetry.active() and (rec.writer is None) == (rank != 0)
+            telemetry.train_step("train", {"loss": 1.0}, tokens=10, seconds=0.5, flops=2.0)
+        assert not telemetry.active()
+    assert not (tmp_path / "r1").exists()
+    tags = _scalars(tmp_path / "r0")
+    assert tags["train/loss"] == [(1, 1.0)] and tags["train/tokens_per_s"] == [(1, 20.0)]
