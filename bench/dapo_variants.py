@@ -51,7 +51,7 @@ LATER = {"critic": ("critic",), "advantages": ("advantage", "mc_prior", "min_spr
 NOT_DATA = ("iterations", *(f for fs in LATER.values() for f in fs))
 # run options that change nothing iteration 1 computes
 OPTION_FREE = ("quiet", "out", "run_id", "micro_batch", "eval_tasks", "eval_limit",
-               "eval_max_new_tokens",
+               "eval_max_new_tokens", "report_to", "checkpoint_every",
                "control", "control_lr", "control_batch_size", "budget_flops")
 EVAL_OPTIONS = ("model", "eval_tasks", "eval_limit", "eval_max_new_tokens", "backend",
                 "gen_batch_size", "data_dir")
@@ -141,8 +141,9 @@ def main(
     if not cfg_path.is_file():
         raise UserError(f"{cfg_path}: no such file (--from takes a run dir)")
     base = read_json(cfg_path)
-    opts = RunOptions(**{**base["options"], "eval_tasks": tuple(base["options"]["eval_tasks"])})
-    b = opts.budget_flops
+    base_opts = RunOptions(**{**base["options"],
+                              "eval_tasks": tuple(base["options"]["eval_tasks"])})
+    opts, b = base_opts, base_opts.budget_flops
     if budget_flops:
         b = float(budget_flops[:-1]) * (b or 0) if budget_flops.endswith("x") else float(
             budget_flops)
@@ -157,6 +158,9 @@ def main(
     with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as tmp:
         yaml.safe_dump(base["config"], tmp)
     spec = METHODS.get(base["method"])
+    # the base as this code reads it: a field added since it ran has its default on both sides
+    base = {**base, **_json({"options": to_dict(base_opts), "config": to_dict(
+        resolve_config(spec, base_opts, base["preset"], tmp.name, [])[1])})}
     preset, cfg = resolve_config(spec, opts, base["preset"], tmp.name, overrides)
     new = _json({"method": base["method"], "options": to_dict(opts), "config": to_dict(cfg)})
     run_dir = Path(opts.out) / run_id

@@ -26,7 +26,7 @@ The layout, top floor first (docs/architecture.md draws it and says why)::
     rewards/              the verifiers in TRL's and verl's reward signatures (no torch)
     verifiers/            math and code verifiers (installed as dapo_bench.verifiers; no torch)
     ground floor          errors, registry, io, config, ledger, provenance, results, dist, nodes,
-                          arith
+                          arith, telemetry (--report-to: TensorBoard / W&B scalars)
 
 ``ALLOWED_IMPORTS`` is the rule (tests/test_architecture.py enforces it): a part may import
 itself, the ground floor, and the parts listed for it; nothing else (no upward import). No
@@ -37,7 +37,7 @@ functions (the same test). ``SPEC_REFERENCES`` names the parts a task spec may n
 __version__ = "0.1.0"
 
 GROUND = ("errors", "registry", "io", "config", "ledger", "provenance", "results", "dist",
-          "nodes", "arith")
+          "nodes", "arith", "telemetry")
 ALLOWED_IMPORTS: dict[str, tuple[str, ...]] = {
     "verifiers": (),
     "models": (),

@@ -17,6 +17,9 @@ from collections.abc import Iterable
 NAMES = "NAME[,NAME...]"
 # 0 (or unset) means "each task's own max_new_tokens"; the help of eval and train says so
 MAX_NEW_TOKENS_HELP = "cap on generated tokens; 0 or unset = each task's own (tasks/*.yaml)"
+REPORT_TO_HELP = ("where the run's scalars go while it runs: none | tensorboard (RUN_DIR/"
+                  "tensorboard/) | wandb (RUN_DIR/wandb/; WANDB_MODE=offline without network); "
+                  "docs/training.md, 'Watching a run'")
 
 
 def examples(*lines: str) -> str:

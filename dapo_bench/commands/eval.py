@@ -11,6 +11,7 @@ import typer
 from dapo_bench.commands.common import (
     MAX_NEW_TOKENS_HELP,
     NAMES,
+    REPORT_TO_HELP,
     examples,
     quiet_accelerator_probe,
     split_names,
@@ -55,6 +56,7 @@ def register(app: typer.Typer) -> None:
         threads: Annotated[int | None, Opt(
             "--threads", help="hf: torch threads (default 1 for the arith reference policy)")] = None,
         quiet: Annotated[bool, Opt(help="plain log lines, no progress bars")] = False,
+        report_to: Annotated[str, Opt("--report-to", help=REPORT_TO_HELP)] = "none",
     ) -> None:
         """Evaluate a model: runs/<run-id>/results.json + samples.jsonl (rerun to resume)."""
         from rich.console import Console
@@ -66,8 +68,10 @@ def register(app: typer.Typer) -> None:
         from dapo_bench.eval.runner import check_sampling
         from dapo_bench.io import check_out_dir, check_run_id
         from dapo_bench.tasks import resolve_tasks
+        from dapo_bench.telemetry import check_report_to, eval_metrics, recording
 
         # every option is checked before anything is loaded or written
+        check_report_to(report_to)
         check_sampling(n, temperature, top_p, max_new_tokens, limit)
         for flag, v in (("--batch-size", batch_size), ("--threads", threads)):
             if v is not None and v < 1:
@@ -95,14 +99,15 @@ def register(app: typer.Typer) -> None:
         if main:
             print(f"run {rid} -> {run_dir} (the same command resumes it)", file=sys.stderr)
         quiet_accelerator_probe()
-        results = evaluate(
-            model, names, run_dir=run_dir, n=n, temperature=temperature, top_p=top_p,
-            max_new_tokens=max_new_tokens, seed=seed, limit=limit, backend=backend,
-            data_dir=data_dir, data_files=files, quiet=quiet,
-            generator_options={"batch_size": batch_size, "threads": threads}
-            if backend == "hf" else None,
-            config={"suite": suite, "tasks": names, "command": "eval"},
-        )
+        config = {"suite": suite, "tasks": names, "command": "eval"}
+        with recording(report_to, run_dir, name=rid, config=config):
+            results = evaluate(
+                model, names, run_dir=run_dir, n=n, temperature=temperature, top_p=top_p,
+                max_new_tokens=max_new_tokens, seed=seed, limit=limit, backend=backend,
+                data_dir=data_dir, data_files=files, quiet=quiet,
+                generator_options={"batch_size": batch_size, "threads": threads}
+                if backend == "hf" else None, config=config)
+            eval_metrics("eval", {t: r["metrics"] for t, r in results["tasks"].items()})
         if main:
             Console().print(summary_table(results))
             Console(stderr=True).print(f"wrote {run_dir / 'results.json'} and samples.jsonl")

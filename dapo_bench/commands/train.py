@@ -17,6 +17,7 @@ from typer import Option as Opt
 from dapo_bench.commands.common import (
     MAX_NEW_TOKENS_HELP,
     NAMES,
+    REPORT_TO_HELP,
     examples,
     quiet_accelerator_probe,
     split_names,
@@ -89,12 +90,16 @@ def register(app: typer.Typer) -> None:
                  "trained on; a reward on one is a cheat event (0 = none)")] = 0.0,
         stop_on_cheat: Annotated[int, Opt(
             help="stop the run (exit 3, files kept) after K cheat events (0 = never)")] = 0,
+        report_to: Annotated[str, Opt(help=REPORT_TO_HELP)] = "none",
     ) -> None:
         """Train a policy with a registered method (DAPO = Liu et al., step-level, offline)."""
         if method not in METHOD_NAMES:  # before importing torch and the methods (seconds)
             from dapo_bench.errors import UserError
 
             raise UserError(f"--method {method!r}: unknown (methods: {', '.join(METHOD_NAMES)})")
+        from dapo_bench.telemetry import check_report_to
+
+        check_report_to(report_to)  # before importing torch, too
         import torch
         from rich.console import Console
 
@@ -114,6 +119,7 @@ def register(app: typer.Typer) -> None:
             budget_flops=budget_flops, control=control, seed=seed, out=str(out),
             run_id=run_id, data_dir=str(data_dir) if data_dir else None, quiet=quiet,
             checkpoint_every=checkpoint_every, canaries=canaries, stop_on_cheat=stop_on_cheat,
+            report_to=report_to,
             **{k: v for k, v in (("control_batch_size", control_batch_size),
                                  ("control_lr", control_lr)) if v is not None},
         )

@@ -41,7 +41,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from dapo_bench import dist
+from dapo_bench import dist, telemetry
 from dapo_bench.io import atomic_write_json, read_json
 from dapo_bench.ledger import Ledger, StageCount
 from dapo_bench.models import Policy
@@ -126,7 +126,8 @@ class RunContext:
         return (self.run_dir / "stages" / f"{name}.json").is_file()
 
     def run_stage(self, name: str, fn: Callable[[], dict | None], *,
-                  every_rank: bool = False, key: dict | None = None) -> dict:
+                  every_rank: bool = False, key: dict | None = None,
+                  record: bool = True) -> dict:
         """Run ``fn`` once: skipped (its saved info returned) when its marker exists (and, with
         ``key``, records the same key: e.g. the eval options an eval stage ran with).
 
@@ -134,7 +135,17 @@ class RunContext:
         reports) and saved in the marker with the wall time. With several ranks: ``every_rank``
         stages run on all ranks (each doing its share), the others on rank 0 only while the
         rest wait (then read the marker); rank 0 decides whether the marker exists and writes it.
+        The numbers of the stage's info go to the run's ``--report-to`` as
+        ``stage/<name>/...`` (``telemetry.stage_record``) unless ``record`` is False.
         """
+        info = self._stage(name, fn, every_rank=every_rank, key=key)
+        if record:
+            telemetry.stage_record(name, info)
+        return info
+
+    def _stage(self, name: str, fn: Callable[[], dict | None], *,
+               every_rank: bool = False, key: dict | None = None) -> dict:
+        """:meth:`run_stage` but the record."""
         marker = self.run_dir / "stages" / f"{name}.json"
         several = dist.world_size() > 1
         done = marker.is_file() and (key is None or read_json(marker).get("key") == key)

@@ -166,8 +166,9 @@ def train_dpo(model, tok, pairs: list[Pair], cfg: DPOConfig, *, ledger: Ledger,
         r = ref_lp[idx].to(lp.device)
         out = dpo_loss(lp[: len(idx)], lp[len(idx) :], r[:, 0], r[:, 1],
                        beta=cfg.beta, label_smoothing=cfg.label_smoothing)
-        return LossOut(out.loss, len(idx), b.n_tokens, {"pair_acc": out.accuracy},
-                       counts=b.cuts)
+        return LossOut(out.loss, len(idx), b.n_tokens, {
+            "pair_acc": out.accuracy, "chosen_reward": float(out.chosen_reward.mean()),
+            "rejected_reward": float(out.rejected_reward.mean())}, counts=b.cuts)
 
     total = steps_for(cfg.epochs, len(pairs), cfg.batch_size, whole_batches=False)
     return train_loop(

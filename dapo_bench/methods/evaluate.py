@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from dapo_bench import telemetry
 from dapo_bench.errors import UserError
 
 
@@ -32,7 +33,8 @@ def eval_policy(ctx: Any, model_dir: Any, label: str) -> dict:
 
     key = {"tasks": list(ctx.opts.eval_tasks), "limit": ctx.opts.eval_limit,
            "max_new_tokens": ctx.opts.eval_max_new_tokens}  # other eval options: rerun it
-    info = ctx.run_stage(f"eval.{label}", work, every_rank=True, key=key)
+    info = ctx.run_stage(f"eval.{label}", work, every_rank=True, key=key, record=False)
+    telemetry.eval_metrics(f"eval/{label}", {t: {"acc": m} for t, m in info.items()})
     ctx.log("eval " + label + ": " + ", ".join(
         f"{t} {m['value']:.3f}±{m['stderr'] or 0:.3f}" for t, m in info.items()))
     return info

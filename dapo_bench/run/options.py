@@ -19,6 +19,7 @@ from typing import Any
 from dapo_bench.config import load_config
 from dapo_bench.errors import UserError
 from dapo_bench.methods.base import MethodSpec
+from dapo_bench.telemetry import check_report_to
 from dapo_bench.training.sft import CONTROL_BATCH_SIZE, CONTROL_LR
 
 
@@ -40,7 +41,9 @@ class RunOptions:
     training stage every this many steps (optimizer steps; GRPO/PPO: online steps), so a killed
     stage resumes there (0 = off; ``training.checkpoint``); canaries: the share of impossible
     items sampled beside the training problems (0 = none; ``methods.canaries``); stop_on_cheat:
-    stop the run after this many rewards on canaries (0 = never).
+    stop the run after this many rewards on canaries (0 = never); report_to: none | tensorboard |
+    wandb, where the run's scalars go while it runs (``dapo_bench.telemetry``; not part of the
+    run id).
     """
 
     model: str | None = None
@@ -66,6 +69,7 @@ class RunOptions:
     checkpoint_every: int = 0
     canaries: float = 0.0
     stop_on_cheat: int = 0
+    report_to: str = "none"
 
     def __post_init__(self) -> None:
         ce = self.checkpoint_every
@@ -114,6 +118,7 @@ def resolve_options(method: str, opts: RunOptions) -> RunOptions:
         raise UserError(f"--model is required for task {spec.name} (its spec names no "
                         f"default_model)")
     GENERATORS.entry(opts.backend)
+    check_report_to(opts.report_to)
     try:
         opts.engine_config()
     except ValueError as e:

@@ -20,8 +20,10 @@ from dapo_bench.methods.base import MethodSpec
 from dapo_bench.run.options import RunOptions
 
 # options that change nothing a run computes: a resumed run may differ in them (micro_batch
-# changes memory, not the update: the same run to float rounding; checkpoints change nothing)
-COSMETIC = ("quiet", "out", "run_id", "micro_batch", "checkpoint_every", "stop_on_cheat")
+# changes memory, not the update: the same run to float rounding; checkpoints, --report-to and
+# --stop-on-cheat change nothing)
+COSMETIC = ("quiet", "out", "run_id", "micro_batch", "checkpoint_every", "stop_on_cheat",
+            "report_to")
 # options added after runs were made that change nothing at their default: left out of the
 # identity when at it, so run ids of runs that do not use them stay what they were
 LATER = {"canaries": 0.0}
@@ -56,7 +58,7 @@ def claim_run_dir(run_dir: Path, saved: dict, spec: MethodSpec) -> None:
     # the config binds once the run dir holds work: a run rejected right after claiming it
     # (config.json alone) does not block the corrected command
     if cfg_path.is_file() and any(p.name != "config.json" for p in run_dir.iterdir()):
-        old = read_json(cfg_path)
+        old = _as_now(read_json(cfg_path), spec)
         diff = _first_difference(identity(old), identity(saved))
         if diff:
             raise UserError(f"{cfg_path}: this run dir holds a run with another config "
@@ -66,6 +68,20 @@ def claim_run_dir(run_dir: Path, saved: dict, spec: MethodSpec) -> None:
             _check_eval_extends(cfg_path, old["options"], _jsonable(saved["options"]))
     run_dir.mkdir(parents=True, exist_ok=True)
     atomic_write_json(cfg_path, saved)
+
+
+def _as_now(saved: dict, spec: MethodSpec) -> dict:
+    """A saved config as this code reads it: an option or config field added since it was
+    written has its default (which is what that run did), so a new field does not make an old
+    run dir another run's."""
+    from dapo_bench.config import load_config, to_dict
+
+    try:
+        cfg = to_dict(load_config(spec.config_cls, None, [], base=saved["config"]))
+    except (UserError, ValueError, TypeError):  # not this method's config: left to differ
+        return saved
+    return {**saved, "options": {**to_dict(RunOptions()), **saved["options"]},
+            "config": cfg}
 
 
 def _check_eval_extends(cfg_path: Path, old: dict, new: dict) -> None:

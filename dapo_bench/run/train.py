@@ -3,7 +3,8 @@
 1. checks every option and resolves the config (``run.options``) BEFORE anything is written,
    then claims ``runs/<run-id>/`` with ``config.json`` (``run.rundir``);
 2. loads the reference policy once (a ``models.Policy``, handed to the run's context) and runs
-   the method, whose stages go through ``ctx.run_stage`` (``methods.context``);
+   the method, whose stages go through ``ctx.run_stage`` (``methods.context``), inside the
+   run's ``--report-to`` recording (``dapo_bench.telemetry``: TensorBoard / W&B scalars);
 3. evaluates the reference and the final policy greedily on the eval tasks, and with
    ``control`` trains and evaluates the equal-compute SFT control (``run.report``);
 4. writes ``results.json`` (schema and builder in ``dapo_bench.results``).
@@ -17,7 +18,7 @@ import dataclasses
 import time
 from pathlib import Path
 
-from dapo_bench import dist
+from dapo_bench import dist, telemetry
 from dapo_bench.config import to_dict
 from dapo_bench.io import check_out_dir, check_run_id
 from dapo_bench.methods import METHODS
@@ -64,8 +65,9 @@ def run_training(
     ctx.adopt(ref)  # loaded once: the first stage that uses the reference takes this one
     ctx.log(f"run dir {run_dir} (method {method}, preset {preset})")
     try:
-        out = spec.fn(ctx, cfg)
-        results = train_results(ctx, spec, saved, out, t0, train_data)
+        with telemetry.recording(opts.report_to, run_dir, name=opts.run_id, config=saved):
+            out = spec.fn(ctx, cfg)
+            results = train_results(ctx, spec, saved, out, t0, train_data)
     finally:
         ctx.close()
     return results

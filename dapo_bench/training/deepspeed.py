@@ -283,6 +283,10 @@ class DeepSpeedEngine:
         for group in self.engine.optimizer.param_groups:
             group["lr"] = lr
 
+    @property
+    def lr(self) -> float:
+        return float(self.engine.optimizer.param_groups[0]["lr"])
+
     def save_state(self, path: Path) -> None:
         """DeepSpeed's own checkpoint (module, ZeRO-partitioned optimizer state); every rank."""
         self.engine.save_checkpoint(str(path), tag="state")

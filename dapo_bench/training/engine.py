@@ -157,6 +157,10 @@ class Engine:
         for g in self.optimizer.param_groups:
             g["lr"] = lr
 
+    @property
+    def lr(self) -> float:
+        return float(self.optimizer.param_groups[0]["lr"])
+
     def save(self, tokenizer: Any, out_dir: str | os.PathLike) -> Path:
         return save_policy(self.module, tokenizer, out_dir)
 

@@ -14,12 +14,14 @@ A trainer supplies only its batches and its loss:
   a dict of engines of the same keys (PPO's actor and critic).
 
 The loop runs ``total_steps`` optimizer steps over as many epochs as that takes (a fraction of
-the last one included), and per step: stops early when ``stop()`` says so or the ledger's FLOP
-budget is spent (``stopped``), sets the learning rate from ``schedule``, gives each rank its
+the last one included), and per step: stops early when ``stop(stats)`` says so (it sees the
+steps and history so far, a resumed loop's included) or the ledger's FLOP budget is spent
+(``stopped``), sets the learning rate from ``schedule``, gives each rank its
 share of the global batch, steps every engine, adds the step's tokens to ``ledger`` under
 ``stage``, and every ``log_every`` steps appends the mean statistics of those steps to the
 history (and calls ``on_log``). ``on_epoch(epoch, stats)`` runs after each full epoch; True
-stops training.
+stops training. Under ``--report-to`` every step's statistics, gradient norm, learning rate,
+tokens/s and the ledger's FLOPs go to the run's recording (``dapo_bench.telemetry``).
 
 Several ranks (``torchrun``/DeepSpeed): each rank gets its contiguous share of every global batch
 (``dist.shard``); a rank left without items steps on one with weight 0. With ``local=True`` the
@@ -60,7 +62,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from dapo_bench import dist
+from dapo_bench import dist, telemetry
 from dapo_bench.errors import UserError
 from dapo_bench.ledger import Ledger
 from dapo_bench.training import checkpoint
@@ -152,7 +154,7 @@ def train_loop(
     log_every: int = 20,
     on_log: Callable[[LoopStats], None] | None = None,
     on_epoch: Callable[[int, LoopStats], bool] | None = None,
-    stop: Callable[[], bool] | None = None,
+    stop: Callable[[LoopStats], bool] | None = None,
     local: bool = False,
     resume: bool = True,
 ) -> LoopStats:
@@ -188,12 +190,13 @@ def train_loop(
                 continue
             if stats.steps >= total_steps:
                 break
-            stats.stopped = _stop_reason(stop, ledger)
+            stats.stopped = _stop_reason(stop, stats, ledger)
             if stats.stopped:
                 break
             if schedule is not None:
                 for e in engines.values():
                     e.set_lr(schedule.at(stats.steps, total_steps))
+            t_step = time.perf_counter()
             row, counts = _step(engines, loss_fn, list(items), local, micro)
             for k, v in counts.items():
                 stats.counts[k] = stats.counts.get(k, 0) + v
@@ -205,6 +208,9 @@ def train_loop(
             stats.tokens += stats.last_tokens
             if ledger is not None:
                 ledger.add_train(stage, stats.last_tokens)
+            if telemetry.active():
+                _report(stage, row, engines, stats.last_tokens, time.perf_counter() - t_step,
+                        ledger)
             window.append(row)
             for k, v in row.items():
                 totals[k] = totals.get(k, 0.0) + v
@@ -232,12 +238,21 @@ def train_loop(
     return stats
 
 
-def _stop_reason(stop: Callable[[], bool] | None, ledger: Ledger | None) -> str:
-    if stop is not None and stop():
+def _stop_reason(stop: Callable[[LoopStats], bool] | None, stats: LoopStats,
+                 ledger: Ledger | None) -> str:
+    if stop is not None and stop(stats):
         return "stop"
     if ledger is not None and ledger.exhausted():
         return "budget"
     return ""
+
+
+def _report(stage: str, row: dict, engines: dict[str, Any], tokens: int, seconds: float,
+            ledger: Ledger | None) -> None:
+    """The step's statistics to the run's recording (``--report-to``)."""
+    lrs = {("lr" if not n else f"{n}_lr"): getattr(e, "lr", None) for n, e in engines.items()}
+    telemetry.train_step(stage, {**row, **lrs}, tokens=tokens, seconds=seconds,
+                         flops=None if ledger is None else ledger.total_flops)
 
 
 def _log(stats: LoopStats, window: list[dict], ledger: Ledger | None, t0: float,

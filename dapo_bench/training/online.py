@@ -41,7 +41,7 @@ from typing import Any
 
 import torch
 
-from dapo_bench import dist
+from dapo_bench import dist, telemetry
 from dapo_bench.errors import UserError
 from dapo_bench.generation.base import Generator, SamplingParams
 from dapo_bench.ledger import Ledger
@@ -267,10 +267,13 @@ def online_loop(policy: OnlinePolicy, problems: Sequence[TrainProblem], *, n_pro
         stats = update(rb, step)
         policy.mark_updated()
         cuts = rb.batch.cuts
-        rows, reward, resp, ctx_cut, resp_cut, infra = dist.all_sum([
-            len(rb.rewards), sum(rb.rewards), float(rb.batch.response_mask.sum()),
-            cuts["context_cut"], cuts["response_cut"], rb.infra_errors])
+        rows, reward, reward2, resp, ctx_cut, resp_cut, infra = dist.all_sum([
+            len(rb.rewards), sum(rb.rewards), sum(r * r for r in rb.rewards),
+            float(rb.batch.response_mask.sum()), cuts["context_cut"], cuts["response_cut"],
+            rb.infra_errors])
         n = max(rows, 1)
+        telemetry.scalars(stage, {**telemetry.reward_stats(rows, reward, reward2),
+                                  "response_tokens": resp / n})
         history.append({"step": step + 1, "reward": reward / n, "response_tokens": resp / n,
                         "flops": ledger.total_flops,
                         "seconds": round(time.perf_counter() - t0, 2), **stats,

@@ -40,7 +40,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from dapo_bench import dist
+from dapo_bench import dist, telemetry
 from dapo_bench.generation.base import Generator, Prompt, SamplingParams
 from dapo_bench.training.resumable import ResumableLog
 from dapo_bench.verifiers.base import Verdict
@@ -235,7 +235,9 @@ def sample_groups(
     (``ResumableLog.merge``). The merged
     rows equal one process's, because a chunk's samples depend only on its index. ``stats``
     (a dict) receives the chunk count, the chunks each rank generated and those read back from
-    the log (a resumed run shows what it did not redo).
+    the log (a resumed run shows what it did not redo). Under ``--report-to`` the reward mean
+    and std of the groups returned are reported as ``<stage>/reward_mean|std`` (with
+    ``shard``, or in one process: where every group is at hand).
     """
     chunks = [list(requests[i : i + chunk_size]) for i in range(0, len(requests), chunk_size)]
     world = dist.world_size() if shard else 1
@@ -280,7 +282,12 @@ def sample_groups(
         mine = {k: g for part in dist.all_gather(mine) for k, g in part.items()}
     if log is not None:
         log.merge([r.key for r in requests])
-    return [g for k in sorted(mine) for g in mine[k]]
+    groups = [g for k in sorted(mine) for g in mine[k]]
+    if stage and telemetry.active() and (shard or dist.world_size() == 1):  # all groups here
+        rewards = [x for g in groups for x in g.rewards]
+        telemetry.scalars(stage, telemetry.reward_stats(
+            len(rewards), sum(rewards), sum(x * x for x in rewards)))
+    return groups
 
 
 def _moved(queue: dist.WorkQueue, seen: dict[str, int], kind: str, items: int) -> int:

@@ -13,7 +13,8 @@ Input: states with their kept actions, ``{prompt_ids, prefix_ids, actions: [{ids
 :func:`reference_logprobs` computes log pi_ref(a|s) once (cached by the caller);
 :func:`train_actor` trains the policy in place through the one training loop, batching whole
 states (all actions of one state in the same global batch), and logs loss, sign agreement of
-the log-ratio with A, and mean |log-ratio|.
+the log-ratio with A, and mean |log-ratio|. With ``stop_tol`` > 0 it stops by the paper's rule
+(:func:`log_ratio_converged`): when the batch mean |log-ratio| has converged.
 
 Not covered: importance weighting of the off-policy actions, any clipping of the log-ratio.
 """
@@ -39,14 +40,24 @@ class ActorConfig:
     optim: the optimiser (optim.lr, optim.grad_clip, ...); epochs: passes over the kept states
     (few: the data is off-policy); batch_actions: actions per optimizer step (whole states, so a
     batch may hold more when one state alone has more); max_length: token cap per sequence.
+    stop_tol, stop_window: the paper's stopping rule ("stop when the batch mean of |log
+    pi_theta/pi_ref| converges"): stop when the mean of the last ``stop_window`` steps' batch
+    mean |log-ratio| differs from the mean of the ``stop_window`` steps before them by less
+    than ``stop_tol`` (nats); 0 = off (train ``epochs``). The stage records ``stop_step``.
     """
 
     epochs: int = 1
     batch_actions: int = 64
     max_length: int = 4096
     optim: OptimConfig = field(default_factory=lambda: OptimConfig(lr=1e-6))
+    stop_tol: float = 0.0
+    stop_window: int = 10
 
     def __post_init__(self) -> None:
+        if not self.stop_tol >= 0:
+            raise ValueError(f"stop_tol must be >= 0 (0 = off), got {self.stop_tol}")
+        if self.stop_window < 1:
+            raise ValueError(f"stop_window must be >= 1, got {self.stop_window}")
         if self.epochs < 1:
             raise ValueError(f"epochs must be >= 1, got {self.epochs}")
         if self.batch_actions < 1:
@@ -72,6 +83,17 @@ def dapo_actor_loss(
             "abs_log_ratio": float(ratio.abs().mean()),
         }
     return loss, stats
+
+
+def log_ratio_converged(values: Sequence[float], tol: float, window: int) -> bool:
+    """The paper's stopping rule on the per-step batch means of |log-ratio| so far: True when
+    the mean of the last ``window`` differs from the mean of the ``window`` before them by
+    less than ``tol`` (so never before ``2 * window`` steps; ``tol`` 0: never)."""
+    if tol <= 0 or len(values) < 2 * window:
+        return False
+    last = sum(values[-window:]) / window
+    before = sum(values[-2 * window : -window]) / window
+    return abs(last - before) < tol
 
 
 def batches_by_state(groups: Sequence[Sequence[Any]], max_actions: int) -> list[list[int]]:
@@ -171,5 +193,10 @@ def train_actor(
         return LossOut(loss, len(adv), b.n_tokens, {**stats, "n_actions": len(adv)},
                        counts=b.cuts)
 
+    def converged(st: Any) -> bool:  # history: one row per step (log_every=1)
+        return log_ratio_converged([h["abs_log_ratio"] for h in st.history], cfg.stop_tol,
+                                   cfg.stop_window)
+
     return train_loop(engine, epoch_batches, loss_fn, total_steps=cfg.epochs * len(batches),
-                      ledger=ledger, stage=stage, log_every=1)
+                      ledger=ledger, stage=stage, log_every=1,
+                      stop=converged if cfg.stop_tol > 0 else None)

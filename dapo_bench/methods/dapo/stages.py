@@ -353,7 +353,10 @@ def actor(ctx, cfg, policy, d: Path, stage: str) -> dict:
     _, final = dapo_actor_loss(flat(after), flat(ref["logprobs"]), adv, cfg.beta)
     ctx.log(f"actor: {st.steps} steps; after training loss {final['loss']:.4g}, sign agreement "
             f"{final['sign_agree']:.3f}, mean |log-ratio| {final['abs_log_ratio']:.3f}")
+    # the paper's stopping rule (actor.stop_tol > 0): the step it stopped at, or None
+    rule = {"stop_step": st.steps if st.stopped == "stop" else None} if acfg.stop_tol else {}
     return {"steps": st.steps, "epochs": round(st.epochs, 3),
-            "stopped": st.stopped or "epochs", "n_states": len(sts), "n_actions": int(adv.numel()),
+            "stopped": {"stop": "converged"}.get(st.stopped, st.stopped or "epochs"),
+            "n_states": len(sts), "n_actions": int(adv.numel()),
             "after": final, "diagnostic_tokens_uncharged": diag_tokens,
-            "history": st.history}
+            "history": st.history, **rule}
