@@ -13,10 +13,10 @@ import typer
 
 from dapo_bench.commands.common import examples
 
-EXAMPLES = examples(
-    "dapo-bench audit runs/RUN_ID                       # a table; exit 1 unless all exact",
-    "dapo-bench audit runs/RUN_ID --json --no-reencode",
-)
+EXAMPLES = examples("""
+    dapo-bench audit runs/RUN_ID                       # a table; exit 1 unless all exact
+    dapo-bench audit runs/RUN_ID --json --no-reencode
+""")
 
 def register(app: typer.Typer) -> None:
     @app.command("audit", epilog=EXAMPLES)

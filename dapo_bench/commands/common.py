@@ -22,8 +22,10 @@ REPORT_TO_HELP = ("where the run's scalars go while it runs: none | tensorboard 
                   "docs/training.md, 'Watching a run'")
 
 
-def examples(*lines: str) -> str:
-    """A ``--help`` epilog: the examples, each line kept as written (click's ``\\b``)."""
+def examples(block: str) -> str:
+    """A ``--help`` epilog from a block of example command lines, one a line (indentation and
+    blank lines around them dropped), each kept as written (click's ``\\b``)."""
+    lines = [line.strip() for line in block.strip().splitlines()]
     return "Examples:\n\n\b\n" + "\n".join(f"  {line}" for line in lines)
 
 

@@ -18,11 +18,11 @@ from dapo_bench.commands.common import (
 )
 
 Opt = typer.Option
-EXAMPLES = examples(
-    "dapo-bench eval --tasks arith --limit 20          # the embedded toy, offline, seconds",
-    "dapo-bench eval --suite math --model Qwen/Qwen2.5-Math-1.5B-Instruct --limit 100",
-    "dapo-bench eval --tasks gsm8k,math500 --model ./my-model --n 8 --temperature 0.6",
-)
+EXAMPLES = examples("""
+    dapo-bench eval --tasks arith --limit 20          # the embedded toy, offline, seconds
+    dapo-bench eval --suite math --model Qwen/Qwen2.5-Math-1.5B-Instruct --limit 100
+    dapo-bench eval --tasks gsm8k,math500 --model ./my-model --n 8 --temperature 0.6
+""")
 
 
 def register(app: typer.Typer) -> None:

@@ -16,11 +16,11 @@ import typer
 
 from dapo_bench.commands.common import examples
 
-EXAMPLES = examples(
-    "dapo-bench leaderboard                            # every leaderboards/*.yaml, in place",
-    "dapo-bench leaderboard leaderboards/arith.yaml --runs runs --out /tmp/board",
-    "dapo-bench leaderboard leaderboards/math.yaml --no-plots",
-)
+EXAMPLES = examples("""
+    dapo-bench leaderboard                            # every leaderboards/*.yaml, in place
+    dapo-bench leaderboard leaderboards/arith.yaml --runs runs --out /tmp/board
+    dapo-bench leaderboard leaderboards/math.yaml --no-plots
+""")
 
 def register(app: typer.Typer) -> None:
     @app.command("leaderboard", epilog=EXAMPLES)

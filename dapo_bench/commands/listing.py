@@ -8,10 +8,10 @@ import typer
 
 from dapo_bench.commands.common import examples
 
-EXAMPLES = examples(
-    "dapo-bench list                                   # every plug-point and what is registered",
-    "dapo-bench list | grep -A8 'tasks (TASKS)'",
-)
+EXAMPLES = examples("""
+    dapo-bench list                                   # every plug-point and what is registered
+    dapo-bench list | grep -A8 'tasks (TASKS)'
+""")
 # (module, attribute) of every registry of the project (a test checks that none is missing);
 # each is shown under its plug-point's name (``Registry.kind``).
 REGISTRIES = (

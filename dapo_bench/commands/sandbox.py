@@ -14,10 +14,10 @@ import typer
 
 from dapo_bench.commands.common import examples
 
-EXAMPLES = examples(
-    "dapo-bench sandbox check                          # a table of the layers; exit 0 = isolated",
-    "dapo-bench sandbox check --json",
-)
+EXAMPLES = examples("""
+    dapo-bench sandbox check                          # a table of the layers; exit 0 = isolated
+    dapo-bench sandbox check --json
+""")
 
 def register(app: typer.Typer) -> None:
     sandbox = typer.Typer(help="The code sandbox: check its containment layers.",

@@ -13,11 +13,11 @@ import typer
 
 from dapo_bench.commands.common import examples
 
-EXAMPLES = examples(
-    "dapo-bench serve                                  # 127.0.0.1:8000, all cores",
-    "dapo-bench serve --port 5000 --workers 4 --verifier code   # /get_reward grades code",
-    "dapo-bench serve --host 0.0.0.0 --allow-remote    # reachable from other machines",
-)
+EXAMPLES = examples("""
+    dapo-bench serve                                  # 127.0.0.1:8000, all cores
+    dapo-bench serve --port 5000 --workers 4 --verifier code   # /get_reward grades code
+    dapo-bench serve --host 0.0.0.0 --allow-remote    # reachable from other machines
+""")
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 

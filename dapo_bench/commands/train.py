@@ -24,11 +24,11 @@ from dapo_bench.commands.common import (
 )
 from dapo_bench.methods import METHOD_NAMES
 
-EXAMPLES = examples(
-    "dapo-bench train --method dapo                  # DAPO on the embedded toy, offline, CPU",
-    "dapo-bench train --method grpo --no-control --eval-limit 50",
-    "dapo-bench train --method dapo --model Qwen/Qwen2.5-Math-7B-Instruct --task math_train",
-)
+EXAMPLES = examples("""
+    dapo-bench train --method dapo                  # DAPO on the embedded toy, offline, CPU
+    dapo-bench train --method grpo --no-control --eval-limit 50
+    dapo-bench train --method dapo --model Qwen/Qwen2.5-Math-7B-Instruct --task math_train
+""")
 
 
 def register(app: typer.Typer) -> None:

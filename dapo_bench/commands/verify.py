@@ -25,11 +25,11 @@ import typer
 
 from dapo_bench.commands.common import examples
 
-EXAMPLES = examples(
-    "dapo-bench verify preds.jsonl                     # math: fields prediction, gold",
-    "dapo-bench verify preds.jsonl --explain --out verdicts.jsonl",
-    "dapo-bench verify programs.jsonl --verifier code --workers 2",
-)
+EXAMPLES = examples("""
+    dapo-bench verify preds.jsonl                     # math: fields prediction, gold
+    dapo-bench verify preds.jsonl --explain --out verdicts.jsonl
+    dapo-bench verify programs.jsonl --verifier code --workers 2
+""")
 
 def register(app: typer.Typer) -> None:
     @app.command("verify", epilog=EXAMPLES)
