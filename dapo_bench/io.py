@@ -219,7 +219,20 @@ def check_out_file(path: str | os.PathLike, flag: str = "--out", *,
     return path
 
 
-class JsonlAppender:
+class Closing:
+    """``with x:`` closes ``x`` at the end (for the logs below and their wrappers)."""
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self):  # the subclass (typing.Self needs 3.11)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class JsonlAppender(Closing):
     """Append-only JSONL log, flushed and fsynced per row (resumable artifacts)."""
 
     def __init__(self, path: str | os.PathLike):
@@ -245,9 +258,3 @@ class JsonlAppender:
 
     def close(self) -> None:
         self._f.close()
-
-    def __enter__(self) -> JsonlAppender:  # noqa: PYI034 (typing.Self needs 3.11)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()

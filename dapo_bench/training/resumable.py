@@ -19,10 +19,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from dapo_bench import dist
-from dapo_bench.io import JsonlAppender, atomic_write_jsonl, iter_jsonl
+from dapo_bench.io import Closing, JsonlAppender, atomic_write_jsonl, iter_jsonl
 
 
-class ResumableLog:
+class ResumableLog(Closing):
     """Rows keyed by ``key``: ``done`` holds every row logged so far (all shards)."""
 
     def __init__(self, path: str | Path, list_field: str = "responses"):
@@ -65,9 +65,3 @@ class ResumableLog:
 
     def close(self) -> None:
         self._app.close()
-
-    def __enter__(self) -> ResumableLog:  # noqa: PYI034 (typing.Self needs 3.11)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
