@@ -61,6 +61,15 @@ def _figure(title: str):
     return fig, ax
 
 
+def _finish(fig, ax, xlabel: str, ylabel: str, legend_loc: str | None = None):
+    """Axis labels, the legend and a tight layout: the end of every plot."""
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.legend(fontsize=8, **({"loc": legend_loc} if legend_loc else {}))
+    fig.tight_layout()
+    return fig
+
+
 def _label(run: Run, p: Plot) -> str:
     v = run.get(p.label_by)
     return str(v) if v is not None else run.path
@@ -109,11 +118,7 @@ def acc_vs_flops(p: Plot, runs: list[Run]):
     xs = [x for pts in groups.values() for x, _, _ in pts]
     if max(xs) / min(xs) > 10:
         ax.set_xscale("log")
-    ax.set_xlabel("training FLOPs ≈ 2·N·(N_inf + 3·N_train)")
-    ax.set_ylabel(f"{p.task} {p.metric} (%)")
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    return fig
+    return _finish(fig, ax, "training FLOPs ≈ 2·N·(N_inf + 3·N_train)", f"{p.task} {p.metric} (%)")
 
 
 @PLOTS.register("training_curves", help="a history metric vs step per run")
@@ -140,11 +145,7 @@ def training_curves(p: Plot, runs: list[Run]):
     for name, path, pts in sorted(series):
         label = name if names.count(name) == 1 else f"{name} ({path})"
         ax.plot([x for x, _ in pts], [y for _, y in pts], linewidth=1.2, label=label)
-    ax.set_xlabel("step")
-    ax.set_ylabel(p.metric)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    return fig
+    return _finish(fig, ax, "step", p.metric)
 
 
 def _finite(v: object) -> bool:
@@ -168,11 +169,7 @@ def beta_ablation(p: Plot, runs: list[Run]):
     _base_line(ax, p, runs)
     if len(pts) > 1 and pts[-1][0] / pts[0][0] > 10:
         ax.set_xscale("log")
-    ax.set_xlabel(key.split(".")[-1])
-    ax.set_ylabel(f"{p.task} {p.metric} (%)")
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    return fig
+    return _finish(fig, ax, key.split(".")[-1], f"{p.task} {p.metric} (%)")
 
 
 @PLOTS.register("calibration", help="critic reliability diagram")
@@ -213,8 +210,5 @@ def calibration(p: Plot, runs: list[Run]):
                    s=[10 + 90 * n / total for _, _, n in pts], color=line.get_color())
     ax.set_xlim(0, 1)
     ax.set_ylim(0, 1)
-    ax.set_xlabel("critic prediction V(s) (bin mean)")
-    ax.set_ylabel("Monte Carlo label (bin mean)")
-    ax.legend(fontsize=8, loc="upper left")
-    fig.tight_layout()
-    return fig
+    return _finish(fig, ax, "critic prediction V(s) (bin mean)", "Monte Carlo label (bin mean)",
+                   legend_loc="upper left")

@@ -97,11 +97,17 @@ def _md_cell(cell: Cell | None, col: OutColumn, d: int) -> str:
     if cell is None or cell.value is None:
         return "–"
     v, se, delta = _parts(cell, col, d)
-    out = f"**{v}**" if cell.bold else v
+    return _styled(v, se, delta, cell.bold, ("**{}**", " ± {}", " {}"))
+
+
+def _styled(v: str, se: str, delta: str, bold: bool, fmt: tuple[str, str, str]) -> str:
+    """A cell's value, bold or not, then its stderr and its delta where present, each in a
+    format's own markup (``fmt``: bold, stderr and delta templates)."""
+    out = fmt[0].format(v) if bold else v
     if se:
-        out += f" ± {se}"
+        out += fmt[1].format(se)
     if delta:
-        out += f" {delta}"
+        out += fmt[2].format(delta)
     return out
 
 
@@ -180,12 +186,7 @@ def _tex_cell(cell: Cell | None, col: OutColumn, d: int) -> str:
     if col.kind == "field" and col.format == "sci":
         mant, exp = v.split("e")
         v = rf"${mant}\times10^{{{int(exp)}}}$"
-    out = rf"\textbf{{{v}}}" if cell.bold else v
-    if se:
-        out += rf"$\pm${se}"
-    if delta:
-        out += rf" {{\scriptsize {delta}}}"
-    return out
+    return _styled(v, se, delta, cell.bold, (r"\textbf{{{}}}", r"$\pm${}", r" {{\scriptsize {}}}"))
 
 
 def _tex_groups(cols: list[OutColumn]) -> list[str]:
