@@ -24,7 +24,10 @@ are fractions in [0, 1], rendered as percentages::
           "n_samples": int, "generated_tokens": int,
           "metrics": {"acc": {"value": float, "stderr": float | None}, "pass@8": {...}, ...},
           "breakdown": {"<field>": {"<value>": {"n": int, "acc": float,
-                                                 "stderr": float | None}}}
+                                                 "stderr": float | None}}},
+          "infra_errors": {"problems": int, "samples": int, "reasons": [str], "ids": [str]}
+                     # only where the verifier failed on its own side twice: those problems
+                     # are left out of n_problems, the metrics and the breakdown
         }
       },
       "suites": {                                    # each suite whose tasks all ran

@@ -23,8 +23,25 @@ def model_info(gen: Any, arg: Any) -> dict:
             "name": p.name or path, "device": str(getattr(gen, "device", "unknown"))}
 
 
+def infra_samples(row: dict | None) -> list[dict]:
+    """A logged row's samples whose verifier failed on its own side (``INFRA_REASONS``)."""
+    from dapo_bench.verifiers.base import INFRA_REASONS
+
+    return [s for s in (row or {}).get("samples", ()) if s["reason"] in INFRA_REASONS]
+
+
 def task_result(task: Any, rows: list[dict], verifier: dict, max_new_tokens: int,
                 seconds: float) -> dict:
+    """One task's block of results.json. A problem with a sample the verifier could not
+    verify (an infrastructure error) is left out of the metrics and the breakdown, whole, so
+    that every scored problem has its n samples, and counted in ``infra_errors``."""
+    all_rows, broken = rows, {r["id"]: infra_samples(r) for r in rows}
+    rows = [r for r in rows if not broken[r["id"]]]
+    if all_rows and not rows:
+        why = sorted({s["reason"] for v in broken.values() for s in v})
+        raise RuntimeError(f"{task.name}: the verifier failed on its own side on every problem "
+                           f"(infrastructure errors: {', '.join(why)}); the samples are kept, "
+                           f"rerun the command to verify them again")
     passed = [[bool(s["passed"]) for s in r["samples"]] for r in rows]
     keys = None
     if "maj@k" in task.spec.metrics and task.spec.answer == "math":
@@ -33,7 +50,8 @@ def task_result(task: Any, rows: list[dict], verifier: dict, max_new_tokens: int
         keys = [[task.vote_key(Verdict(bool(s["passed"]), s["reason"], s.get("extracted")))
                  for s in r["samples"]] for r in rows]
     per_problem = [sum(p) / len(p) for p in passed]
-    reasons = Counter(s["reason"] for r in rows for s in r["samples"])
+    reasons = Counter(s["reason"] for r in all_rows for s in r["samples"])
+    lost = {k: v for k, v in broken.items() if v}
     return {
         "version": task.spec.version,
         "hash": task.spec.hash,
@@ -43,16 +61,20 @@ def task_result(task: Any, rows: list[dict], verifier: dict, max_new_tokens: int
         "source": task.origin,
         "split": task.split,
         "max_new_tokens": max_new_tokens,
-        "n_problems": len(rows),
+        "n_problems": len(rows),  # scored: with a verdict on every sample
         # the task's full size (before --limit) and a digest of the rows used (io.rows_digest)
-        "n_problems_total": task.n_total if task.n_total is not None else len(rows),
+        "n_problems_total": task.n_total if task.n_total is not None else len(all_rows),
         "rows_hash": task.rows_hash,
         "n_samples": sum(len(p) for p in passed),
-        "generated_tokens": sum(s["n_tokens"] for r in rows for s in r["samples"]),
+        "generated_tokens": sum(s["n_tokens"] for r in all_rows for s in r["samples"]),
         "seconds": round(seconds, 3),
         "metrics": task_metrics(passed, keys, task.spec.metrics),
         "breakdown": breakdown([r.get("subjects") or {} for r in rows], per_problem),
         "reasons": dict(reasons.most_common()),
+        **({"infra_errors": {
+            "problems": len(lost), "samples": sum(len(v) for v in lost.values()),
+            "reasons": sorted({s["reason"] for v in lost.values() for s in v}),
+            "ids": sorted(lost)[:20]}} if lost else {}),
     }
 
 

@@ -13,6 +13,11 @@ with the average of every registered suite whose tasks all ran. A rerun after th
 verifier got a new version (same options) re-verifies the logged samples from their text and
 finish_reason, without generating them again, and reports the new verdicts.
 
+An infrastructure error (``Verdict.infra_error``: the sandbox or a verifier worker failed on
+its own side) is no verdict on the answer: it is verified a second time at once; what still
+fails is logged with its reason, left out of the metrics with its whole problem (counted in the
+task's ``infra_errors``, never scored 0), and verified again by the next run of the command.
+
 Several ranks (``torchrun``): each rank, with its own generator (on its own GPU where there
 are GPUs), generates and verifies chunk ``rank`` of a task's pending problems and then whichever
 chunk no rank has taken yet (``dist.WorkQueue``), so a rank that drew short problems does not
@@ -38,7 +43,7 @@ from dapo_bench import dist
 from dapo_bench.errors import UserError
 from dapo_bench.eval import zoo
 from dapo_bench.eval.progress import Progress
-from dapo_bench.eval.report import model_info, task_result
+from dapo_bench.eval.report import infra_samples, model_info, task_result
 from dapo_bench.eval.store import SampleStore
 from dapo_bench.generation.base import Generator, SamplingParams
 from dapo_bench.io import read_json
@@ -116,29 +121,55 @@ def _sample_row(task: Task, problem, prompt: str, comps, verdicts, seconds: floa
     }
 
 
-def _reverify(task: Task, store: SampleStore, verifier: Any, chunk: int,
-              progress: Progress) -> None:
-    """Verify ``task``'s logged samples again with the current version of its verifier (the
-    store found them made with an older one): from their text and finish_reason, each rank
-    its share of the problems; rows keep their ``seconds`` (the generation's)."""
-    old, new = store.stale[task.name]
-    logged = [p for p in task.problems if store.get(task.name, p.id) is not None]
-    progress.note(f"{task.name}: re-verifying the {len(logged)} logged problems with verifier "
-                  f"{task.spec.verifier.name} {new} (they were verified by {old}); no "
-                  f"generation")
-    chunks = dist.even_chunks(logged, chunk)
+def _score(task: Task, verifier: Any, texts: list[str], problems: list,
+           finished: list[bool]) -> list:
+    """``task.score``, then once more for the verdicts that are infrastructure errors (the
+    verifier failed on its own side, ``Verdict.infra_error``; a worker that died is restarted
+    by then). What still fails is kept as it is: the metrics leave it out (``eval.report``)."""
+    verdicts = list(task.score(verifier, texts, problems, finished))
+    again = [i for i, v in enumerate(verdicts) if v.infra_error]
+    if again:
+        for i, v in zip(again, task.score(verifier, [texts[i] for i in again],
+                                          [problems[i] for i in again],
+                                          [finished[i] for i in again])):
+            verdicts[i] = v
+    return verdicts
+
+
+def _reverify(task: Task, store: SampleStore, verifier: Any, chunk: int, probs: list) -> None:
+    """Verify the logged samples of ``probs`` again, from their text and finish_reason, each
+    rank its share of the problems; rows keep their ``seconds`` (the generation's)."""
+    chunks = dist.even_chunks(probs, chunk)
     for k in dist.WorkQueue(len(chunks)):
-        probs = chunks[k]
-        rows = [store.get(task.name, p.id) for p in probs]
-        flat = [(p, s) for p, r in zip(probs, rows) for s in r["samples"]]
-        verdicts = iter(task.score(verifier, [s["text"] for _, s in flat], [p for p, _ in flat],
-                                   [s["finish_reason"] == "stop" for _, s in flat]))
+        rows = [store.get(task.name, p.id) for p in chunks[k]]
+        flat = [(p, s) for p, r in zip(chunks[k], rows) for s in r["samples"]]
+        verdicts = iter(_score(task, verifier, [s["text"] for _, s in flat],
+                               [p for p, _ in flat],
+                               [s["finish_reason"] == "stop" for _, s in flat]))
         for r in rows:
             store.add({**r, "samples": [{**s, **_verdict_fields(next(verdicts))}
                                         for s in r["samples"]]})
     store.sync()
-    if len(logged) == store.count(task.name):  # else rows beyond this run's problems stay old
-        store.reverified(task.name)
+
+
+def _verify_logged(task: Task, store: SampleStore, verifier: Any, chunk: int,
+                   progress: Progress) -> None:
+    """Before generating: the logged samples of a verifier's older version are verified again
+    with the current one, and a logged infrastructure error (no verdict yet) is tried again."""
+    if task.name in store.stale:
+        old, new = store.stale[task.name]
+        logged = [p for p in task.problems if store.get(task.name, p.id) is not None]
+        progress.note(f"{task.name}: re-verifying the {len(logged)} logged problems with "
+                      f"verifier {task.spec.verifier.name} {new} (they were verified by {old}); "
+                      f"no generation")
+        _reverify(task, store, verifier, chunk, logged)
+        if len(logged) == store.count(task.name):  # else rows beyond this run's problems stay old
+            store.reverified(task.name)
+    broken = [p for p in task.problems if infra_samples(store.get(task.name, p.id))]
+    if broken:
+        progress.note(f"{task.name}: verifying again the {len(broken)} logged problem(s) whose "
+                      f"verifier failed on its own side (infrastructure errors); no generation")
+        _reverify(task, store, verifier, chunk, broken)
 
 
 def _run_task(task, gen, store, params, chunk, progress, verifiers) -> tuple[list, float, dict]:
@@ -149,8 +180,7 @@ def _run_task(task, gen, store, params, chunk, progress, verifiers) -> tuple[lis
         verifiers[task.verifier_key] = task.make_verifier()
         zoo.check(task, verifiers[task.verifier_key])  # no attack passes, or the run stops
     verifier = verifiers[task.verifier_key]
-    if task.name in store.stale:
-        _reverify(task, store, verifier, chunk, progress)
+    _verify_logged(task, store, verifier, chunk, progress)
     pending = [p for p in task.problems if store.get(task.name, p.id) is None]
     chunks = dist.even_chunks(pending, chunk)
     queue = dist.WorkQueue(len(chunks))  # several ranks: each takes the next free chunk
@@ -170,8 +200,8 @@ def _run_task(task, gen, store, params, chunk, progress, verifiers) -> tuple[lis
         comps = gen.generate(prompts, params)
         texts = [c.text for cs in comps for c in cs]
         flat = [p for p in probs for _ in range(params.n)]
-        verdicts = task.score(verifier, texts, flat,
-                              [c.finish_reason == "stop" for cs in comps for c in cs])
+        verdicts = _score(task, verifier, texts, flat,
+                          [c.finish_reason == "stop" for cs in comps for c in cs])
         share = (time.perf_counter() - t0) / len(probs)
         for i, (p, prompt) in enumerate(zip(probs, prompts)):
             vs = verdicts[i * params.n : (i + 1) * params.n]
@@ -190,6 +220,15 @@ def _run_task(task, gen, store, params, chunk, progress, verifiers) -> tuple[lis
                            f"the ranks synced; it made chunks {mine} of {len(chunks)}; files "
                            f"in {store.run_dir}: {files}")
     return rows, sum(r.get("seconds", 0.0) for r in rows), vinfo
+
+
+def _note_infra(name: str, result: dict, progress: Progress) -> None:
+    if "infra_errors" in result:
+        e = result["infra_errors"]
+        progress.note(f"{name}: {e['problems']} problem(s) left out of the metrics: "
+                      f"{e['samples']} sample(s) the verifier could not verify, twice "
+                      f"(infrastructure errors, {', '.join(e['reasons'])}); rerun the command "
+                      f"to verify them again")
 
 
 def _task_fingerprint(task: Task, max_new_tokens: int) -> dict:
@@ -268,6 +307,7 @@ def evaluate(
                                     max_new_tokens=mnt[task.name], stop=task.spec.stop, seed=seed)
             rows, secs, vinfo = _run_task(task, gen, store, params, chunk, progress, verifiers)
             task_results[task.name] = task_result(task, rows, vinfo, mnt[task.name], secs)
+            _note_infra(task.name, task_results[task.name], progress)
         store.merge([(t.name, p.id) for t in loaded for p in t.problems])
     finally:
         for v in verifiers.values():
