@@ -144,3 +144,26 @@ def test_a_grpo_run_killed_mid_stage_resumes_to_the_same_policy(tmp_path, monkey
     assert "grpo steps: done (4/4 steps, 2 new)" in capsys.readouterr().err
     same_state(load_policy(str(tmp_path / "whole" / "policy"))[0],
                load_policy(str(tmp_path / "k" / "policy"))[0])
+
+
+def test_a_grpo_run_with_canaries_killed_mid_stage_resumes_to_the_same_run(tmp_path,
+                                                                            monkeypatch):
+    """The canaries of the steps a resumed run redoes replace theirs: the canaries block and
+    canaries.jsonl are the uninterrupted run's."""
+    import json
+
+    from dapo_bench.training import online
+
+    kw = {"task": "arith", "eval_tasks": ("arith",), "eval_limit": 2, "canaries": 0.25}
+    sets = ["max_steps=4", "prompts_per_step=4", "samples_per_prompt=2", "max_new_tokens=8",
+            "minibatch_size=8"]
+    whole, again = kill_and_resume(monkeypatch, tmp_path, "grpo", kw, sets,
+                                   [(online, "sample_step", "train")], preset="toy")
+    assert timeless(again["history"]) == timeless(whole["history"])
+    assert whole["canaries"]["n"] > 0 and again["canaries"] == whole["canaries"]
+
+    def rows(run: str) -> list[dict]:
+        lines = (tmp_path / run / "canaries.jsonl").read_text().splitlines()
+        return sorted((json.loads(x) for x in lines), key=lambda r: json.dumps(r, sort_keys=True))
+
+    assert rows("k") == rows("whole")
