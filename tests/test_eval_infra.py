@@ -8,6 +8,7 @@ import pytest
 from dapo_bench.verifiers.base import Verdict
 
 from dapo_bench.eval import evaluate
+from dapo_bench.eval.store import per_problem_scores
 from dapo_bench.generation.base import Completion, Generator
 from dapo_bench.io import read_jsonl
 from dapo_bench.tasks import load_task
@@ -64,6 +65,7 @@ def test_retried_then_masked_then_verified_by_the_rerun(tmp_path, monkeypatch):
     rows = {r["id"]: r for r in read_jsonl(tmp_path / "r" / "samples.jsonl")}
     assert rows[ids[0]]["samples"][0]["reason"] == "sandbox_error"  # logged, not dropped
     assert rows[ids[1]]["samples"][0]["passed"] is True  # the second try's verdict
+    assert ids[0] not in per_problem_scores(tmp_path / "r", "arith")  # paired compares too
 
     monkeypatch.setattr(Task, "score", real)  # the verifier works again: rerun the command
     res = evaluate(gen, [task], run_dir=tmp_path / "r", n=1, quiet=True)["tasks"]["arith"]

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from dapo_bench.eval.metrics import breakdown, task_metrics
+from dapo_bench.eval.store import infra_samples
 from dapo_bench.provenance import hash_path
 
 
@@ -21,13 +22,6 @@ def model_info(gen: Any, arg: Any) -> dict:
     digest = hash_path(p) if p.exists() else f"hub:{path}"
     return {"path": path, "hash": digest, "n_params": int(gen.n_params),
             "name": p.name or path, "device": str(getattr(gen, "device", "unknown"))}
-
-
-def infra_samples(row: dict | None) -> list[dict]:
-    """A logged row's samples whose verifier failed on its own side (``INFRA_REASONS``)."""
-    from dapo_bench.verifiers.base import INFRA_REASONS
-
-    return [s for s in (row or {}).get("samples", ()) if s["reason"] in INFRA_REASONS]
 
 
 def task_result(task: Any, rows: list[dict], verifier: dict, max_new_tokens: int,

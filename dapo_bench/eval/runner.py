@@ -43,8 +43,8 @@ from dapo_bench import dist
 from dapo_bench.errors import UserError
 from dapo_bench.eval import zoo
 from dapo_bench.eval.progress import Progress
-from dapo_bench.eval.report import infra_samples, model_info, task_result
-from dapo_bench.eval.store import SampleStore
+from dapo_bench.eval.report import model_info, task_result
+from dapo_bench.eval.store import SampleStore, infra_samples
 from dapo_bench.generation.base import Generator, SamplingParams
 from dapo_bench.io import read_json
 from dapo_bench.nodes import check_shared_dir

@@ -196,12 +196,20 @@ class SampleStore:
             self._log = None
 
 
+def infra_samples(row: dict | None) -> list[dict]:
+    """A logged row's samples whose verifier failed on its own side (``INFRA_REASONS``)."""
+    from dapo_bench.verifiers.base import INFRA_REASONS
+
+    return [s for s in (row or {}).get("samples", ()) if s["reason"] in INFRA_REASONS]
+
+
 def per_problem_scores(run_dir: str | os.PathLike, task: str) -> dict[str, float]:
-    """Problem id -> mean score of its samples, from a run's samples.jsonl."""
+    """Problem id -> mean score of its samples, from a run's samples.jsonl; a problem with an
+    infrastructure error is left out, as the run's metrics leave it out."""
     path = Path(run_dir) / SAMPLES
     out = {}
     for row in iter_jsonl(path, allow_partial_tail=True):
-        if row.get("task") == task:
+        if row.get("task") == task and not infra_samples(row):
             s = row["samples"]
             out[str(row["id"])] = sum(bool(x["passed"]) for x in s) / len(s)
     if not out:
