@@ -3,7 +3,8 @@
 - DAPO: both ranks generate (rollouts, MC labels, evals), the merged artifacts are byte for
   byte one process's, the critic and actor train data parallel and end with the same weights;
 - a run killed in the MC stage resumes per shard: finished chunks are not generated again;
-- GRPO and PPO sample on both ranks and take the same first update as one process;
+- GRPO and PPO sample on both ranks and take the same first update as one process, GRPO also
+  with canaries and --report-to tensorboard (rank 0 writes the one event file);
 - `dapo-bench eval` of a 6-problem task gives each rank 3 and the samples of one process;
 - a training stage (SFT, GRPO) killed on both ranks resumes from its --checkpoint-every
   checkpoint.
@@ -138,9 +139,12 @@ def test_a_killed_rank_resumes_its_shard_without_redoing_finished_chunks(model_d
                                                         ).read_bytes()
 
 
+GRPO_ONE_STEP = ["prompts_per_step=4", "samples_per_prompt=4", "max_new_tokens=8",
+                 "minibatch_size=64", "max_steps=1", "optim.lr=1e-3"]
+
+
 @pytest.mark.parametrize("method,sets", [
-    ("grpo", ["prompts_per_step=4", "samples_per_prompt=4", "max_new_tokens=8",
-              "minibatch_size=64", "max_steps=1", "optim.lr=1e-3"]),
+    ("grpo", GRPO_ONE_STEP),
     ("ppo", ["rollout_batch=8", "max_new_tokens=8", "minibatch_size=64", "max_steps=1",
              "optim.lr=1e-3", "critic_lr=1e-3"]),
 ])
@@ -150,19 +154,39 @@ def test_online_methods_on_two_ranks_take_one_process_first_update(model_dir, tm
     online_matches_one_process(method, model_dir, tmp_path, sets)
 
 
-def online_matches_one_process(method: str, model_dir: str, tmp_path: Path, sets: list[str]
-                               ) -> None:
-    """Run ``tmp_path/two`` (``method`` on 2 ranks) took one process's first update."""
+def online_matches_one_process(method: str, model_dir: str, tmp_path: Path, sets: list[str],
+                               **opts) -> dict:
+    """Run ``tmp_path/two`` (``method`` on 2 ranks) took one process's first update; ``opts``:
+    the run's other options (RunOptions fields). Returns both results."""
     from dapo_bench.run import RunOptions, run_training
 
     one = run_training(method, RunOptions(
         model=model_dir, eval_limit=6, eval_max_new_tokens=6, control=False, out=str(tmp_path),
-        run_id="one", quiet=True), overrides=sets)
+        run_id="one", quiet=True, **opts), overrides=sets)
     res = read_json(tmp_path / "two" / "results.json")
     assert res["ledger"] == one["ledger"]
     h2, h1 = res["history"][0], one["history"][0]
     assert h2["rows"] == h1["rows"] and h2["reward"] == pytest.approx(h1["reward"])
     _same_weights(tmp_path / "two" / "policy", tmp_path / "one" / "policy")
+    return {"two": res, "one": one}
+
+
+def test_grpo_with_canaries_and_tensorboard_on_two_ranks(model_dir, tmp_path):
+    """Canaries and --report-to on 2 ranks: the first update and the canaries block are one
+    process's; rank 0 alone writes the event file, and its reward is one process's."""
+    from test_telemetry import _scalars
+
+    _run(_cmd("grpo", model_dir, tmp_path, "two", GRPO_ONE_STEP)
+         + ["--canaries", "0.5", "--report-to", "tensorboard"])
+    res = online_matches_one_process("grpo", model_dir, tmp_path, GRPO_ONE_STEP, canaries=0.5,
+                                     report_to="tensorboard")
+    two, one = res["two"]["canaries"], res["one"]["canaries"]
+    assert two["n"] == one["n"] > 0 and two["rewarded"] == one["rewarded"]
+    assert len(list((tmp_path / "two" / "tensorboard").glob("events.*"))) == 1
+    tags = {run: _scalars(tmp_path / run) for run in ("two", "one")}
+    assert set(tags["two"]) == set(tags["one"])
+    assert [v for _, v in tags["two"]["train/reward_mean"]] == pytest.approx(
+        [v for _, v in tags["one"]["train/reward_mean"]])
 
 
 def test_eval_on_two_ranks_gives_each_rank_half_of_a_small_task(model_dir, tmp_path):
