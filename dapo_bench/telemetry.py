@@ -24,8 +24,13 @@ Writers: TensorBoard event files under ``<run dir>/tensorboard/`` (tensorboard's
 extra, imported only when asked for) under ``<run dir>/wandb/``; it honours its own
 environment, e.g. ``WANDB_MODE=offline`` for a machine without network.
 
-Not covered: a resumed run continues in a new event file whose step count starts again at 0;
-histograms, text or images; several recordings at once in one process.
+A resumed run (``train`` rerun after an interrupt) writes a new event file and goes on from the
+step where the marker of its last finished stage, or the checkpoint it resumes from
+(``--checkpoint-every``), left the x axis (:func:`position`, :func:`resume`).
+
+Not covered: resuming a run that was started without ``--report-to`` (its markers hold no
+step: the x axis starts at 0); histograms, text or images; several recordings at once in one
+process.
 """
 
 from __future__ import annotations
@@ -97,6 +102,22 @@ def recording(report_to: str, run_dir: str | os.PathLike, *, name: str,
         _ACTIVE[0] = before
         if writer is not None:
             writer.close()
+
+
+def position() -> dict[str, int]:
+    """The x axis so far, for a stage's marker or checkpoint to keep (``{}`` with no recording,
+    so a run without ``--report-to`` saves what it saved before)."""
+    rec = _ACTIVE[0]
+    return {"telemetry_step": rec.step} if rec is not None else {}
+
+
+def resume(saved: dict) -> None:
+    """Continue the x axis where a finished stage's marker or a checkpoint left it: a resumed
+    run's steps are the uninterrupted run's (TensorBoard's reader drops the steps the killed
+    run wrote after the checkpoint once the rerun writes them again)."""
+    rec = _ACTIVE[0]
+    if rec is not None and "telemetry_step" in saved:
+        rec.step = int(saved["telemetry_step"])
 
 
 def active() -> bool:

@@ -207,3 +207,25 @@ def test_only_rank_0_writes(tmp_path, monkeypatch):
     assert not (tmp_path / "r1").exists()
     tags = _scalars(tmp_path / "r0")
     assert tags["train/loss"] == [(1, 1.0)] and tags["train/tokens_per_s"] == [(1, 20.0)]
+
+
+def test_a_resumed_run_goes_on_at_the_uninterrupted_runs_steps(tmp_path, monkeypatch):
+    """GRPO killed mid-stage (a checkpoint at step 2) and rerun: the event files of the two
+    attempts, read back together, hold the uninterrupted run's steps and values."""
+    from _resume import kill_and_resume
+
+    from dapo_bench.training import online
+
+    kw = {"task": "arith", "eval_tasks": ("arith",), "eval_limit": 2, "report_to": "tensorboard"}
+    sets = ["max_steps=4", "prompts_per_step=4", "samples_per_prompt=2", "max_new_tokens=8",
+            "minibatch_size=8"]
+    kill_and_resume(monkeypatch, tmp_path, "grpo", kw, sets,
+                    [(online, "sample_step", "train")], preset="toy")
+    assert len(list((tmp_path / "k" / "tensorboard").glob("events.*"))) == 2  # two attempts
+    whole, again = _scalars(tmp_path / "whole"), _scalars(tmp_path / "k")
+    assert set(again) == set(whole)
+    for tag in whole:
+        if tag.endswith(("tokens_per_s", "seconds")):  # wall-clock rates
+            assert [s for s, _ in again[tag]] == [s for s, _ in whole[tag]], tag
+        else:
+            assert again[tag] == pytest.approx(whole[tag]), tag

@@ -169,6 +169,7 @@ class RunContext:
         if m.get("counts"):
             self.counts[name] = m["counts"]
         self.stage_seconds[name] = m["seconds"]
+        telemetry.resume(m)
         self.log(f"stage {name}: {why}")
         return m["info"]
 
@@ -200,6 +201,7 @@ class RunContext:
                                                   dataclasses.asdict(count).items()
                                                   if v is not None},
                                        "counts": self.counts.get(name, {}),
+                                       **telemetry.position(),
                                        **({"key": key} if key is not None else {})})
             partial.unlink(missing_ok=True)
             checkpoint.remove(ckpt_dir)  # the marker supersedes the stage's checkpoints

@@ -43,7 +43,7 @@ from typing import Any
 
 import torch
 
-from dapo_bench import dist
+from dapo_bench import dist, telemetry
 from dapo_bench.io import atomic_write_json, read_json
 from dapo_bench.ledger import Ledger, StageCount
 
@@ -71,7 +71,8 @@ class StageCheckpoint:
         if dist.is_main():
             count = ledger.stages.get(stage) if ledger is not None else None
             atomic_write_json(d / "state.json", {
-                **state, "ledger": dataclasses.asdict(count) if count else None})
+                **state, "ledger": dataclasses.asdict(count) if count else None,
+                **telemetry.position()})
         dist.barrier()  # every rank's part is on disk before latest.json names the step
         if dist.is_main():
             atomic_write_json(self.dir / "latest.json", {"step": step, "key": key})
@@ -100,6 +101,8 @@ class StageCheckpoint:
             e.load_state(d / f"engine{'-' + name if name else ''}")
         _set_rng_state(torch.load(d / f"rng.rank{dist.rank()}.pt", weights_only=False))
         state = read_json(d / "state.json")
+        if "telemetry_step" in state:
+            telemetry.resume({"telemetry_step": state.pop("telemetry_step")})
         saved = state.pop("ledger")
         if ledger is not None:
             if saved:
