@@ -15,7 +15,7 @@ the code that already holds a number reports it, each from one place:
 
 Tags are ``<stage>/<name>`` (stage: the ledger's stage name, e.g. ``it1.actor``, ``train``,
 ``control``); the x axis is the run's optimiser steps so far (in this process). The names are
-listed in docs/training.md ("Watching a run"). Several ranks: every rank enters the recording
+listed in docs/watching.md ("Watching a run"). Several ranks: every rank enters the recording
 (so code that must run collectives for it does so on all ranks), rank 0 alone writes. Nothing
 is written with ``none`` and nothing is computed for it either: every hook returns at once.
 

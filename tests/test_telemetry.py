@@ -24,7 +24,7 @@ TINY = {
     "grpo": ["max_steps=2", "prompts_per_step=4", "samples_per_prompt=4", "minibatch_size=8"],
     "ppo": ["max_steps=2", "rollout_batch=8", "minibatch_size=8"],
 }
-# what every optimiser step reports (docs/training.md, "Watching a run"), per method
+# what every optimiser step reports (docs/watching.md, "Watching a run"), per method
 STEP = ("grad_norm", "lr", "tokens_per_s", "flops")
 LOSSES = {"sft": ("loss",), "rft": ("loss",),
           "dpo": ("loss", "pair_acc", "chosen_reward", "rejected_reward"),

@@ -19,7 +19,7 @@ NAMES = "NAME[,NAME...]"
 MAX_NEW_TOKENS_HELP = "cap on generated tokens; 0 or unset = each task's own (tasks/*.yaml)"
 REPORT_TO_HELP = ("where the run's scalars go while it runs: none | tensorboard (RUN_DIR/"
                   "tensorboard/) | wandb (RUN_DIR/wandb/; WANDB_MODE=offline without network); "
-                  "docs/training.md, 'Watching a run'")
+                  "docs/watching.md")
 
 
 def examples(block: str) -> str:
