@@ -100,6 +100,13 @@ def test_resumed_run_reports_the_seconds_of_all_its_parts(tmp_path, cli):
     assert res["provenance"]["run_seconds"] == pytest.approx(total, abs=0.01)
 
 
+def _as_a_terminal_job() -> None:
+    """Ctrl-C reaches the CLI as it reaches a job in a terminal. A suite started as a background
+    job of a script (`make test &`) inherits SIGINT ignored, and Python then leaves it ignored
+    (as it should for a nohup'd program), so the SIGINT below would do nothing."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_ctrl_c_says_how_to_resume(tmp_path, cli):
     """A real SIGINT to the CLI, sent while it is parked after logging its first problem (not a
     race against a fast machine): one line with the command that resumes, exit 130, the
@@ -110,7 +117,8 @@ def test_ctrl_c_says_how_to_resume(tmp_path, cli):
     err_log = tmp_path / "stderr"
     with err_log.open("w") as err_f:
         child = Parked(["-m", "dapo_bench.cli", *argv], "samples.jsonl", 1, env=env,
-                       stdout=subprocess.DEVNULL, stderr=err_f, text=True)
+                       stdout=subprocess.DEVNULL, stderr=err_f, text=True,
+                       preexec_fn=_as_a_terminal_job)
         try:
             assert child.wait_parked(), err_log.read_text()[-2000:]
             child.proc.send_signal(signal.SIGINT)
