@@ -63,7 +63,8 @@ else:
 
 class Parked:
     """``python *argv`` that parks after its ``rows``-th row to a file whose path ends with
-    ``file_name`` (a name, or the last parts of a path: ``train.ckpt/latest.json``)."""
+    ``file_name`` (a name, or the last parts of a path: ``train.ckpt/latest.json``); ``rows``
+    0: never parks (a child that runs on beside parked ones)."""
 
     def __init__(self, argv: list[str], file_name: str, rows: int,
                  env: dict | None = None, **popen_kw):

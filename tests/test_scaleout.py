@@ -95,37 +95,46 @@ def dapo_matches_one_process(model_dir: str, tmp_path: Path) -> None:
     assert res["tasks"]["arith"]["metrics"] == one["tasks"]["arith"]["metrics"]
 
 
-def _kill_ranks_when(cmd: list[str], rank: int, file_name: str, rows: int, why: str) -> None:
+def _kill_ranks_when(cmd: list[str], parks: dict[int, tuple[str, int]], why: str) -> None:
     """Start the two ranks of torchrun ``cmd`` as plain processes (what torchrun starts) and
-    SIGKILL both, mid-stage, once ``rank`` has written its ``rows``-th row to ``file_name``
-    (it parks there: no race against a fast machine)."""
+    SIGKILL both, mid-stage, once each rank ``r`` of ``parks`` has written its ``rows``-th row
+    to the file ``parks[r] = (file_name, rows)`` names (it parks there: no race against a fast
+    machine). A rank not in ``parks`` runs on until it waits on a parked one."""
     argv = cmd[cmd.index("-m", 3):]
     port = str(free_port())
-    procs = [Parked(argv, file_name, rows, env={**_env(), "RANK": str(r), "LOCAL_RANK": str(r),
-                                                "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1",
-                                                "MASTER_PORT": port},
-                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-             for r in range(2)]
+    logs = [Path(cmd[cmd.index("--out") + 1]) / f"killed.rank{r}.log" for r in range(2)]
+    procs = []
+    for r, log in enumerate(logs):
+        env = {**_env(), "RANK": str(r), "LOCAL_RANK": str(r), "WORLD_SIZE": "2",
+               "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": port}
+        file_name, rows = parks.get(r, ("", 0))  # rows 0: never parks
+        with open(log, "wb") as err:
+            procs.append(Parked(argv, file_name, rows, env=env, stdout=subprocess.DEVNULL,
+                                stderr=err))
     try:
-        assert procs[rank].wait_parked(), why
+        parked = all(procs[r].wait_parked() for r in parks)
     finally:
         for p in procs:
             p.close()
+    assert parked, why + "".join(f"\n--- rank {r}:\n{log.read_text()[-3000:]}"
+                                 for r, log in enumerate(logs))
 
 
 def test_a_killed_rank_resumes_its_shard_without_redoing_finished_chunks(model_dir, tmp_path):
     sets = [s if not s.startswith("gen_chunk") else "gen_chunk=1" for s in DAPO_SETS]
     run = tmp_path / "k"
-    shard, marker = run / "it1" / "mc.rank1.jsonl", run / "stages" / "it1.mc.json"
-    _kill_ranks_when(_cmd("dapo", model_dir, tmp_path, "k", sets), 1, shard.name, 2,
-                     "a rank ended before the MC stage")
+    marker = run / "stages" / "it1.mc.json"
+    # each rank makes its own chunk first (dist.WorkQueue: chunk r on rank r), then whichever
+    # is free, so only a first row per rank is certain: both park there, the stage half done
+    _kill_ranks_when(_cmd("dapo", model_dir, tmp_path, "k", sets),
+                     {r: (f"mc.rank{r}.jsonl", 1) for r in range(2)},
+                     "a rank ended before its first MC row")
     assert not marker.exists(), "the MC stage had finished before the kill"
-    logged = sum(p.read_bytes().count(b"\n") for p in run.glob("it1/mc.rank*.jsonl"))
-    assert logged >= 2
+    assert [len(read_jsonl(run / "it1" / f"mc.rank{r}.jsonl")) for r in range(2)] == [1, 1]
     out = _run(_cmd("dapo", model_dir, tmp_path, "k", sets))
     assert "stage it1.rollouts: done before, skipped" in out.stderr
     chunks = read_json(marker)["info"]["chunks"]
-    assert chunks["resumed"] >= 2  # the finished chunks of both shards were read back
+    assert chunks["resumed"] == 2  # the finished chunk of each shard was read back
     assert chunks["resumed"] + sum(chunks["generated_by_rank"]) == chunks["chunks"]
     rows = read_jsonl(run / "it1" / "mc.jsonl")
     assert len(rows) == len({r["key"] for r in rows}) == chunks["chunks"]
@@ -217,7 +226,7 @@ def _kill_after_a_save_and_resume(method: str, model_dir: str, tmp_path: Path,
     its train stage saved, rerun it to the end and check that it resumed from the save."""
     cmd = [*_cmd(method, model_dir, tmp_path, "k", sets), "--checkpoint-every", "2"]
     ckpt, marker = tmp_path / "k" / "stages" / "train.ckpt", tmp_path / "k" / "stages" / "train.json"
-    _kill_ranks_when(cmd, 0, f"{ckpt.name}/latest.json", 1, "a rank ended before a save")
+    _kill_ranks_when(cmd, {0: (f"{ckpt.name}/latest.json", 1)}, "a rank ended before a save")
     assert not marker.exists(), "the stage had finished before the kill"
     out = _run(cmd)
     assert "train.ckpt: resuming the stage at step" in out.stderr, out.stderr[-2000:]
