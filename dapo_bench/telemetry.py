@@ -17,7 +17,8 @@ Tags are ``<stage>/<name>`` (stage: the ledger's stage name, e.g. ``it1.actor``,
 ``control``); the x axis is the run's optimiser steps so far (in this process). The names are
 listed in docs/watching.md ("Watching a run"). Several ranks: every rank enters the recording
 (so code that must run collectives for it does so on all ranks), rank 0 alone writes. Nothing
-is written with ``none`` and nothing is computed for it either: every hook returns at once.
+is written with ``none`` and nothing is computed for it either: every hook returns at once
+(only the step count moves on).
 
 Writers: TensorBoard event files under ``<run dir>/tensorboard/`` (tensorboard's own
 ``EventFileWriter``: no torch, no TensorFlow; the ``tensorboard`` extra); W&B (the ``wandb``
@@ -26,11 +27,12 @@ environment, e.g. ``WANDB_MODE=offline`` for a machine without network.
 
 A resumed run (``train`` rerun after an interrupt) writes a new event file and goes on from the
 step where the marker of its last finished stage, or the checkpoint it resumes from
-(``--checkpoint-every``), left the x axis (:func:`position`, :func:`resume`).
+(``--checkpoint-every``), left the x axis (:func:`position`, :func:`resume`). ``train`` counts
+its optimiser steps with ``none`` too (:func:`count_step`), so a run started without
+``--report-to`` and resumed with it goes on at the uninterrupted run's steps.
 
-Not covered: resuming a run that was started without ``--report-to`` (its markers hold no
-step: the x axis starts at 0); histograms, text or images; several recordings at once in one
-process.
+Not covered: resuming a run whose markers were written before the step was kept (the x axis
+starts at 0); histograms, text or images; several recordings at once in one process.
 """
 
 from __future__ import annotations
@@ -61,10 +63,12 @@ def check_report_to(value: str) -> str:
 
 
 class Recording:
-    """One run's writer (None on ranks other than 0) and its step count."""
+    """One run's writer (None on ranks other than 0, and with ``none``) and its step count;
+    ``on``: whether anything is reported (not ``none``)."""
 
-    def __init__(self, writer: Any):
+    def __init__(self, writer: Any, on: bool = True):
         self.writer = writer
+        self.on = on
         self.step = 0
         self._once: dict[str, tuple[int, float]] = {}  # once-per-stage tags: (step, value)
 
@@ -85,16 +89,14 @@ _ACTIVE: list[Recording | None] = [None]
 @contextmanager
 def recording(report_to: str, run_dir: str | os.PathLike, *, name: str,
               config: dict | None = None) -> Iterator[Recording | None]:
-    """Report to ``report_to`` for the ``with`` body (``none``: nothing is opened)."""
+    """Report to ``report_to`` for the ``with`` body (``none``: nothing is opened or written;
+    the steps are still counted, for a resumed run's x axis)."""
     check_report_to(report_to)
-    if report_to == "none":
-        yield None
-        return
     writer = None
-    if dist.is_main():
+    if dist.is_main() and report_to != "none":
         writer = (_TensorBoard(Path(run_dir) / "tensorboard") if report_to == "tensorboard"
                   else _WandB(Path(run_dir), name, config))
-    rec = Recording(writer)
+    rec = Recording(writer, on=report_to != "none")
     before, _ACTIVE[0] = _ACTIVE[0], rec
     try:
         yield rec
@@ -105,8 +107,8 @@ def recording(report_to: str, run_dir: str | os.PathLike, *, name: str,
 
 
 def position() -> dict[str, int]:
-    """The x axis so far, for a stage's marker or checkpoint to keep (``{}`` with no recording,
-    so a run without ``--report-to`` saves what it saved before)."""
+    """The x axis so far (optimiser steps, counted with ``none`` too), for a stage's marker or
+    checkpoint to keep (``{}`` outside a recording)."""
     rec = _ACTIVE[0]
     return {"telemetry_step": rec.step} if rec is not None else {}
 
@@ -120,26 +122,38 @@ def resume(saved: dict) -> None:
         rec.step = int(saved["telemetry_step"])
 
 
+def _on() -> Recording | None:
+    rec = _ACTIVE[0]
+    return rec if rec is not None and rec.on else None
+
+
 def active() -> bool:
-    """Whether a recording is open (on every rank, rank 0 or not)."""
-    return _ACTIVE[0] is not None
+    """Whether a recording that reports is open (on every rank, rank 0 or not)."""
+    return _on() is not None
+
+
+def count_step() -> None:
+    """One optimiser step done (the training loop calls it after every step, reported or
+    not): the x axis moves on."""
+    rec = _ACTIVE[0]
+    if rec is not None:
+        rec.step += 1
 
 
 def train_step(stage: str, row: dict[str, float], *, tokens: int, seconds: float,
                flops: float | None) -> None:
-    """One optimiser step done: ``row`` (the step's statistics, gradient norms and learning
-    rates), its tokens/s and the ledger's FLOPs so far."""
-    rec = _ACTIVE[0]
+    """The optimiser step just counted (:func:`count_step`): ``row`` (the step's statistics,
+    gradient norms and learning rates), its tokens/s and the ledger's FLOPs so far."""
+    rec = _on()
     if rec is None:
         return
-    rec.step += 1
     extra = {"tokens_per_s": tokens / seconds if seconds > 0 else None, "flops": flops}
     rec.write(_tagged(stage, {**row, **extra}))
 
 
 def scalars(stage: str, values: dict[str, Any]) -> None:
     """``values`` as ``<stage>/<name>`` at the current step."""
-    rec = _ACTIVE[0]
+    rec = _on()
     if rec is not None:
         rec.write(_tagged(stage, values))
 
@@ -155,7 +169,7 @@ def reward_stats(n: float, total: float, squares: float) -> dict[str, float]:
 def stage_record(stage: str, info: dict[str, Any]) -> None:
     """Every number of a finished stage's record, nested dicts one level deep, as
     ``stage/<stage>/<key>`` (``<key>.<sub>`` for a nested one)."""
-    rec = _ACTIVE[0]
+    rec = _on()
     if rec is None:
         return
     flat: dict[str, Any] = {}
@@ -170,7 +184,7 @@ def stage_record(stage: str, info: dict[str, Any]) -> None:
 def eval_metrics(prefix: str, tasks: dict[str, dict[str, Any]]) -> None:
     """``tasks``: {task: {metric: {value, stderr}}} -> ``<prefix>/<task>/<metric>`` and
     ``<prefix>/<task>/<metric>_stderr``."""
-    rec = _ACTIVE[0]
+    rec = _on()
     if rec is None:
         return
     out: dict[str, Any] = {}

@@ -15,17 +15,20 @@ def same_state(a: torch.nn.Module, b: torch.nn.Module) -> None:
 
 
 def kill_and_resume(monkeypatch, tmp_path, method: str, kw: dict, sets: list[str],
-                    kills: list[tuple], preset: str | None = None) -> tuple[dict, dict]:
+                    kills: list[tuple], preset: str | None = None,
+                    killed_kw: dict | None = None) -> tuple[dict, dict]:
     """Run ``method`` whole (run ``whole``), then as run ``k``, killed (KeyboardInterrupt) in the
     3rd call of each ``(module, function name, stage)`` of ``kills`` in turn: each kill leaves
     that stage's step-2 checkpoint and no marker. Then run ``k`` to the end; no checkpoint is
-    left. Returns both runs' results."""
+    left. ``killed_kw``: options the killed attempts take in place of ``kw``'s. Returns both
+    runs' results."""
     from dapo_bench.run import RunOptions, run_training
 
     kw = {**kw, "out": str(tmp_path), "quiet": True, "control": False, "checkpoint_every": 2}
 
-    def run(run_id: str) -> dict:
-        return run_training(method, RunOptions(**kw, run_id=run_id), preset=preset,
+    def run(run_id: str, killed: bool = False) -> dict:
+        opts = {**kw, **(killed_kw or {})} if killed else kw
+        return run_training(method, RunOptions(**opts, run_id=run_id), preset=preset,
                             overrides=sets)
 
     whole = run("whole")
@@ -41,7 +44,7 @@ def kill_and_resume(monkeypatch, tmp_path, method: str, kw: dict, sets: list[str
 
         monkeypatch.setattr(module, name, dies_in_call_3)
         with pytest.raises(KeyboardInterrupt):
-            run("k")
+            run("k", killed=True)
         assert (stages / f"{stage}.ckpt" / "step2").is_dir(), stage
         assert not (stages / f"{stage}.json").exists(), stage
         monkeypatch.setattr(module, name, real)

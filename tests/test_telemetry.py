@@ -202,6 +202,7 @@ def test_only_rank_0_writes(tmp_path, monkeypatch):
         monkeypatch.setenv("WORLD_SIZE", "2")
         with telemetry.recording("tensorboard", tmp_path / f"r{rank}", name="x") as rec:
             assert telemetry.active() and (rec.writer is None) == (rank != 0)
+            telemetry.count_step()
             telemetry.train_step("train", {"loss": 1.0}, tokens=10, seconds=0.5, flops=2.0)
         assert not telemetry.active()
     assert not (tmp_path / "r1").exists()
@@ -222,10 +223,38 @@ def test_a_resumed_run_goes_on_at_the_uninterrupted_runs_steps(tmp_path, monkeyp
     kill_and_resume(monkeypatch, tmp_path, "grpo", kw, sets,
                     [(online, "sample_step", "train")], preset="toy")
     assert len(list((tmp_path / "k" / "tensorboard").glob("events.*"))) == 2  # two attempts
-    whole, again = _scalars(tmp_path / "whole"), _scalars(tmp_path / "k")
+    _same_scalars(_scalars(tmp_path / "whole"), _scalars(tmp_path / "k"))
+
+
+def _same_scalars(whole: dict, again: dict, after: int = 0) -> None:
+    """``again`` holds ``whole``'s steps and values past step ``after`` (wall-clock rates:
+    the steps only)."""
+    whole = {t: [(s, v) for s, v in pts if s > after] for t, pts in whole.items()}
+    whole = {t: pts for t, pts in whole.items() if pts}
     assert set(again) == set(whole)
     for tag in whole:
         if tag.endswith(("tokens_per_s", "seconds")):  # wall-clock rates
             assert [s for s, _ in again[tag]] == [s for s, _ in whole[tag]], tag
         else:
             assert again[tag] == pytest.approx(whole[tag]), tag
+
+
+def test_a_run_started_without_report_to_goes_on_at_its_steps(tmp_path, monkeypatch):
+    """GRPO killed mid-stage with ``--report-to none``, rerun with tensorboard: the rerun's
+    event file starts at the killed attempt's checkpoint (step 2 of 4), not at 0, and holds the
+    uninterrupted run's steps and values from there."""
+    from _resume import kill_and_resume
+
+    from dapo_bench.training import online
+
+    kw = {"task": "arith", "eval_tasks": ("arith",), "eval_limit": 2, "report_to": "tensorboard"}
+    sets = ["max_steps=4", "prompts_per_step=4", "samples_per_prompt=2", "max_new_tokens=8",
+            "minibatch_size=8"]
+    kill_and_resume(monkeypatch, tmp_path, "grpo", kw, sets,
+                    [(online, "sample_step", "train")], preset="toy",
+                    killed_kw={"report_to": "none"})
+    assert len(list((tmp_path / "k" / "tensorboard").glob("events.*"))) == 1
+    again = _scalars(tmp_path / "k")
+    start = min(s for pts in again.values() for s, _ in pts)
+    assert start > 0
+    _same_scalars(_scalars(tmp_path / "whole"), again, after=start - 1)

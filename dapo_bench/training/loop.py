@@ -208,6 +208,7 @@ def train_loop(
             stats.tokens += stats.last_tokens
             if ledger is not None:
                 ledger.add_train(stage, stats.last_tokens)
+            telemetry.count_step()
             if telemetry.active():
                 _report(stage, row, engines, stats.last_tokens, time.perf_counter() - t_step,
                         ledger)
