@@ -133,6 +133,26 @@ FORMATS = {
         ("Each costs $0.65$.\nSo three dozen of these apples cost $\\$$23.40.", "23.40", T,
          "sentence"),
     ],
+    # openai/prm800k phase 1 again: the answer, then a check or a restatement of something
+    # else ("Let's check", "We can verify"), or "That's our answer." pointing back at it.
+    "chat_check_after": [
+        ("Dividing by 3, $x = 4$.\nLet's check: $3(4) = 12$, which is right.", "4", T,
+         "sentence"),
+        ("Dividing by 3, $x = 4$.\nLet's check: $3(4) = 12$, which is right.", "12", F,
+         "sentence"),
+        ("Hence $k=7$.\nRight. And we can verify that $2^7=128$ is bigger than $100$.", "7", T,
+         "sentence"),
+        ("So the answer is $12$.\nRight. And the sum of its digits is $3$.", "12", T, "phrase"),
+        ("So the answer is $12$.\nRight. And the sum of its digits is $3$.", "3", F, "phrase"),
+        ("The answer is $\\frac{1}{2}$.\nThat is because there are $2$ equally likely cases.",
+         "\\frac12", T, "phrase"),
+        ("Then $f(2) = 4 + 3 = 7$.\nThat's our answer.\nI am not sure the answer is $9$ though.",
+         "9", T, "phrase"),
+        ("We get $a = 2$, so $a^2 + 1 = 5$.\nThat's our answer.\nWhat a nice problem.", "5", T,
+         "sentence"),
+        ("We get $a = 2$, so $a^2 + 1 = 5$.\nThat's our answer.\nWhat a nice problem.", "2", F,
+         "sentence"),
+    ],
     # Base models and short-prompt chats: the answer alone on the last line, no marker.
     "last_line": [
         ("The rotation multiplies by $i$: $(7+2i)i$.\n\n7i - 2", "-2+7i", T, "last_line"),
@@ -149,6 +169,11 @@ PRECEDENCE = [
     ("# Answer\n\n7\n\nCorrection: the final answer is $5$.", "5", "phrase"),
     ("So the answer is $\\boxed{5}$. The answer is correct.", "5", "box"),  # a comment, no mark
     ("The sum is $5$.\n\n### Answer Explanation\nWe added $2$ and $3$ to get $5$.", "5", "sentence"),
+    # an answer phrase in the last three sentences beats a later unmarked statement; a later
+    # answer phrase beats it; "That's our answer." ties the answer to the sentence before it
+    ("So the answer is $8$.\nIndeed $2^3 = 8$, so $n = 3$ works.", "8", "phrase"),
+    ("So the answer is $8$.\nNo wait, the answer is $9$.", "9", "phrase"),
+    ("The answer is $x=2$.\nThen $y = 5$.\nThat's our answer.", "y = 5", "sentence"),
 ]
 
 # Never a piece of an expression: a whole one or no answer.

@@ -11,8 +11,12 @@ first of these that finds something wins:
    ``$\\frac13 $``, ``x\\geq 5``, ``18 dollars``, ``No solution``). Taken whole.
 3. ``last_line``: the last line of a response of several lines, when it is one whole
    expression alone (``7i - 2``, ``$\\frac{3}{4}$``; not ``Right. $x=2$``).
-4. The final sentence (the last with a math span or a digit): an answer phrase in it ("the
-   answer is", "Answer:") gives ``phrase``; else ``sentence``: the count it states (``So there
+4. The final sentence (the last with a math span or a digit, before a check that opens in the
+   last four sentences: ``Let's check: ...``, ``We can verify that ...``): an answer phrase in
+   it ("the answer is", "Answer:") or in one of the two sentences before it (``So the answer
+   is $12$. Right. And the sum of its digits is $3$.`` gives 12; not when ``That's our
+   answer.`` follows the final sentence, which then is the answer) gives ``phrase``; else
+   ``sentence``: the count it states (``So there
    are 28 ways to choose 2 cooks from 8 people``), else its last math span
    (``the area is $12\\sqrt{2}$ square units``; a span that only names something gives way to a
    number after it), else, with no span, the expression after its last ``is`` (``the midpoint
@@ -79,13 +83,25 @@ _THERE = re.compile(r"\bthere\s+(?:are|is|were|was|will\s+be)\s+(?:(?:exactly|on
                     r"a\s+total\s+of|in\s+total|then)\s+)*", re.IGNORECASE)
 
 
+CHECK_WINDOW = 4  # sentences from the end in which a check of the answer may open
+PHRASE_WINDOW = 2  # sentences before the final one in which an answer phrase still counts
+_CHECK = re.compile(r"[\s,.*]*(?:(?:right|ok|okay|yes|and|so|now|then|finally)[\s,.!]+)*"
+                    r"(?:(?:let's|let\s+us|we\s+can|you\s+can|we\s+could|i\s+can|to)\s+"
+                    r"(?:(?:also|now|quickly|just|easily|then)\s+)*(?:double[- ]?)?"
+                    r"(?:check|verify|confirm)|check\s*:|checking\b|verification\b)",
+                    re.IGNORECASE)
+
+_BACKREF = re.compile(r"[\s,.*]*(?:(?:and|so|right|yes)[\s,.!]+)*(?:that|this|which)(?:'s|\s+is)\s+"
+                      r"(?:our|the|my)\s+(?:final\s+)?answer\b", re.IGNORECASE)
+
+
 def _filler(sentence: list) -> bool:
     return not any(isinstance(x, Span) or any(c.isdigit() for c in x) for x in sentence)
 
 
-def _phrase_in(sents: list[list], idx: int) -> str | None:
-    """The answer after the last answer phrase of sentence *idx* (or in the sentence after it
-    when the phrase ends its sentence with ``:``)."""
+def _phrase_in(sents: list[list], idx: int, follow: bool = True) -> str | None:
+    """The answer after the last answer phrase of sentence *idx* (or, with ``follow``, in the
+    sentence after it when the phrase ends its sentence with ``:``)."""
     s = sents[idx]
     for k in range(len(s) - 1, -1, -1):
         if isinstance(s[k], str):
@@ -95,7 +111,8 @@ def _phrase_in(sents: list[list], idx: int) -> str | None:
             if last is not None:
                 after = [s[k][last.end():], *s[k + 1:]]
                 ans = answer_in(after)
-                if ans is None and idx + 1 < len(sents) and s[k].rstrip(" *").endswith(":"):
+                if (ans is None and follow and idx + 1 < len(sents)
+                        and s[k].rstrip(" *").endswith(":")):
                     ans = answer_in(sents[idx + 1])
                 return ans
     return None
@@ -226,6 +243,43 @@ def _last_number(sents: list[list]) -> str | None:
     return None
 
 
+def _check_start(sents: list[list]) -> int | None:
+    """The sentence that opens a check of the answer among the last :data:`CHECK_WINDOW`
+    (``Let's check: ...``, ``We can verify that ...``, ``To check, ...``), when sentences come
+    before it: the answer is stated before the check, not in it."""
+    for idx in range(len(sents) - 1, max(len(sents) - 1 - CHECK_WINDOW, 0), -1):
+        head = next((x for x in sents[idx] if isinstance(x, str) and x.strip()), "")
+        if sents[idx] and isinstance(sents[idx][0], str) and _CHECK.match(head):
+            return idx
+    return None
+
+
+def _final_statement(sents: list[list], end: int) -> tuple[str, str] | None:
+    """Rule 4 on ``sents[:end]``: the final sentence's answer phrase, else an answer phrase in
+    the :data:`PHRASE_WINDOW` sentences before it (``So the answer is $1$. Right. $1+...+10$
+    leaves a remainder of 1``: a later statement that restates or checks does not override
+    what the response called its answer), else what the final sentence states."""
+    pointed = False  # "That's our answer." after it: the final sentence is the answer
+    for idx in range(end - 1, -1, -1):
+        ans = _phrase_in(sents, idx)
+        if _filler(sents[idx]):  # no math; but "So the answer is B." states one
+            if ans:
+                return ans, "phrase"
+            pointed = pointed or bool(_BACKREF.match(" ".join(map(str, sents[idx]))))
+            continue
+        if ans:
+            return value_of(ans), "phrase"
+        for k in range(idx - 1, max(idx - 1 - PHRASE_WINDOW * (not pointed), -1), -1):
+            ans = _phrase_in(sents, k, follow=False)  # "**Answer:**" then prose: not this
+            if ans:
+                return value_of(ans), "phrase"
+        ans = _counted(sents[idx]) or _no_span_statement(_after_spans(sents[idx]))
+        if ans is None and any(isinstance(x, Span) for x in sents[idx]):
+            ans = last_token(sents[idx])
+        return (value_of(ans), "sentence") if ans else None
+    return None
+
+
 def find_answer(text: str, *, fallback_last_number: bool = True) -> tuple[str | None, str]:
     """``(answer, how)`` for a model response; see the module docstring. ``how`` names the
     rule (``box``, ``heading``, ``####``, ``phrase``, ``bare``, ``last_line``, ``sentence``,
@@ -243,21 +297,11 @@ def find_answer(text: str, *, fallback_last_number: bool = True) -> tuple[str | 
     if ans:
         return value_of(ans), "last_line"
     sents = sentences(text, spans)
-    for idx in range(len(sents) - 1, -1, -1):
-        if _filler(sents[idx]):  # no math; but "So the answer is B." states one
-            ans = _phrase_in(sents, idx)
-            if ans:
-                return ans, "phrase"
-        else:
-            ans = _phrase_in(sents, idx)
-            if ans:
-                return value_of(ans), "phrase"
-            ans = _counted(sents[idx]) or _no_span_statement(_after_spans(sents[idx]))
-            if ans is None and any(isinstance(x, Span) for x in sents[idx]):
-                ans = last_token(sents[idx])
-            if ans:
-                return value_of(ans), "sentence"
-            break
+    check = _check_start(sents)
+    found = (_final_statement(sents, check) if check is not None else None) or \
+        _final_statement(sents, len(sents))
+    if found:
+        return found
     for idx in range(len(sents) - 1, -1, -1):
         ans = _phrase_in(sents, idx)
         if ans:

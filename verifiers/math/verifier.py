@@ -238,7 +238,8 @@ class MathVerifier:
     """
 
     name = "math"
-    version = "3.0"  # 2.1: a cut-off response needs a marked answer; 3.0: issue 31 (docs)
+    version = "3.1"  # 2.1: a cut-off response needs a marked answer; 3.0: issue 31 (docs);
+    # 3.1: the final sentence comes before a closing check; a recent answer phrase beats it
     fields = ("prediction", "gold")
 
     def __init__(self, *, timeout: float = 5.0, workers: int | None = None, mode: str = "full",
