@@ -1,6 +1,7 @@
 """What watching a run costs: the same small toy run with and without ``--report-to tensorboard``
-(and ``--report-to tensorboard --canaries 0.02`` where the CLI has ``--canaries``), side by
-side in alternating rounds, each a fresh ``dapo-bench train`` process in a fresh run dir.
+(and ``--report-to tensorboard --canaries 0.02`` where the CLI has ``--canaries``, and
+``--report-to wandb`` offline where wandb is installed), side by side in alternating rounds,
+each a fresh ``dapo-bench train`` process in a fresh run dir.
 
     python bench/watch_overhead.py [--method dapo] [--rounds 3] [--set n_problems=256 ...]
 
@@ -11,11 +12,14 @@ The ratio is of whole runs (process start, model load, sampling, training, eval)
 pays. The runs share the machine with whatever else runs: run it on a quiet machine, or read
 the per-round ratios (each round runs the variants back to back, in alternating order).
 
-Not covered: W&B (its cost is its service process's, outside this package); multi-rank runs.
+W&B runs with ``WANDB_MODE=offline`` (no network here): its cost includes its service process
+(``wandb-core``), which shares the machine with the run, as it does for a user; uploading
+(``wandb sync``) is not timed. Not covered: multi-rank runs.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import statistics
 import subprocess
@@ -39,6 +43,8 @@ def variants() -> dict[str, list[str]]:
                               env={**os.environ, "COLUMNS": "200"}).stdout
     if "--canaries" in helptext:
         out["tensorboard+canaries"] = ["--report-to", "tensorboard", "--canaries", "0.02"]
+    if importlib.util.find_spec("wandb") is not None:
+        out["wandb-offline"] = ["--report-to", "wandb"]
     return out
 
 
@@ -48,12 +54,15 @@ def one_run(method: str, sets: list[str], flags: list[str], threads: int) -> flo
                "--eval-limit", "200", "--quiet", "--threads", str(threads), *flags]
         for s in sets:
             cmd += ["--set", s]
+        env = {**os.environ, "WANDB_MODE": "offline", "WANDB_SILENT": "true"}
         t = time.perf_counter()
-        p = subprocess.run(cmd, check=False, capture_output=True, text=True)
+        p = subprocess.run(cmd, check=False, capture_output=True, text=True, env=env)
         secs = time.perf_counter() - t
         if p.returncode != 0:
             raise SystemExit(f"{' '.join(cmd)} failed:\n{p.stderr[-2000:]}")
-        if "--report-to" in flags and not list(Path(out, "r", "tensorboard").glob("events.*")):
+        written = {"tensorboard": "tensorboard/events.*", "wandb": "wandb/offline-run-*/*.wandb"}
+        if "--report-to" in flags and not list(Path(out, "r").glob(
+                written[flags[flags.index("--report-to") + 1]])):
             raise SystemExit(f"{' '.join(cmd)}: no event file written")
         return secs
 
