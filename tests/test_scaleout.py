@@ -2,6 +2,7 @@
 
 - DAPO: both ranks generate (rollouts, MC labels, evals), the merged artifacts are byte for
   byte one process's, the critic and actor train data parallel and end with the same weights;
+  its canaries are one process's, logged once;
 - a run killed in the MC stage resumes per shard: finished chunks are not generated again;
 - GRPO and PPO sample on both ranks and take the same first update as one process, GRPO also
   with canaries and --report-to tensorboard (rank 0 writes the one event file);
@@ -63,18 +64,25 @@ def _untimed(path: Path) -> list[dict]:
 
 
 def test_dapo_two_ranks_share_the_work_and_match_one_process(model_dir, tmp_path):
-    _run(_cmd("dapo", model_dir, tmp_path, "two", DAPO_SETS))
-    dapo_matches_one_process(model_dir, tmp_path)
+    """With canaries too: every rank samples them, rank 0 alone logs them, once."""
+    _run(_cmd("dapo", model_dir, tmp_path, "two", DAPO_SETS) + ["--canaries", "0.25"])
+    dapo_matches_one_process(model_dir, tmp_path, canaries=0.25)
+    rows = read_jsonl(tmp_path / "two" / "canaries.jsonl")
+    assert len(rows) == 3 and rows == read_jsonl(tmp_path / "one" / "canaries.jsonl")
+    two = read_json(tmp_path / "two" / "results.json")["canaries"]
+    assert two == read_json(tmp_path / "one" / "results.json")["canaries"]
+    assert two["n"] == 3 * 2 and two["rewarded"] == 0  # ceil(0.25 * 12) canaries, 2 samples
 
 
-def dapo_matches_one_process(model_dir: str, tmp_path: Path) -> None:
-    """Run ``tmp_path/two`` (DAPO_SETS on 2 ranks) holds one process's artifacts and results."""
+def dapo_matches_one_process(model_dir: str, tmp_path: Path, **opts) -> None:
+    """Run ``tmp_path/two`` (DAPO_SETS on 2 ranks) holds one process's artifacts and results;
+    ``opts``: the run's other options (RunOptions fields)."""
     from dapo_bench.run import RunOptions, run_training
     from dapo_bench.training.value import ValueModel
 
     one = run_training("dapo", RunOptions(
         model=model_dir, eval_limit=6, eval_max_new_tokens=6, control=False, out=str(tmp_path),
-        run_id="one", quiet=True), overrides=DAPO_SETS)
+        run_id="one", quiet=True, **opts), overrides=DAPO_SETS)
     two, ref = tmp_path / "two", tmp_path / "one"
     for f in ("it1/rollouts.jsonl", "it1/states.jsonl", "it1/mc.jsonl", "it1/advantages.jsonl"):
         assert (two / f).read_bytes() == (ref / f).read_bytes(), f
