@@ -12,8 +12,11 @@ One run, four parts, against one server (``dapo-bench serve --port 0 --workers W
    and hostile ones after ``tests/test_sandbox_hostile.py``: loops, sleeps, fork bomb, 4 GB,
    kill -1, 100 MB of output, segfault), none of which may pass.
 2. Throughput: the same fresh math items in-process (``MathVerifier(workers=W).verify_batch``,
-   as ``dapo-bench verify`` runs) and through HTTP (``--clients`` clients, ``--batch`` items a
-   request); items/s of each and the ratio.
+   as ``dapo-bench verify`` runs: the fast path in the calling thread) and through HTTP
+   (``--clients`` clients, ``--batch`` items a request; the server runs the fast path in its
+   W workers, ``fast_in_workers``); items/s of each and the ratio. Also, on other fresh items,
+   in-process with ``fast_in_workers`` (batches of ``--batch`` x ``--clients``), and HTTP's
+   ratio to that: what HTTP itself costs.
 3. Load: ``--clients`` concurrent keep-alive clients send ``--requests`` requests (85% math of
    1-4 items, 15% one code item; each attack once, spread over the run); at half way one math
    and one code worker are SIGKILLed. Every answer is compared with the CLI's row (timings
@@ -249,21 +252,33 @@ def ratio_part(server: Server, a) -> None:
     from dapo_bench.verifiers.math import MathVerifier
 
     items = math_items(a.ratio_items, a.seed + 1)
+    preds, golds = [x["prediction"] for x in items], [x["gold"] for x in items]
     mv = MathVerifier(workers=a.workers)
     mv.warm()
     t0 = time.perf_counter()
-    local = mv.verify_batch([x["prediction"] for x in items], [x["gold"] for x in items])
+    local = mv.verify_batch(preds, golds)
     t_local = time.perf_counter() - t0
     mv.close()
+    # the server's own setting (fast path in the workers), in process, on other fresh items
+    spread_items = math_items(a.ratio_items, a.seed + 2)
+    with MathVerifier(workers=a.workers, fast_in_workers=True) as sv:
+        sv.warm()
+        t0 = time.perf_counter()
+        for i in range(0, len(spread_items), a.batch * a.clients):
+            part = spread_items[i:i + a.batch * a.clients]
+            sv.verify_batch([x["prediction"] for x in part], [x["gold"] for x in part])
+        t_spread = time.perf_counter() - t0
     plan = [("math", items[i:i + a.batch], "ratio") for i in range(0, len(items), a.batch)]
     stats = asyncio.run(drive(server.port, plan, a.clients, lambda n: None))
     got = [r for k in range(len(plan)) for r in stats["answers"].get(k, [])]
     bad = sum(g["passed"] != v.passed or g["reason"] != v.reason for g, v in zip(got, local))
     rate_local, rate_http = len(items) / t_local, len(got) / stats["wall"]
+    rate_spread = len(spread_items) / t_spread
     print(f"throughput on {len(items)} fresh math items ({a.batch} a request, {a.clients} "
           f"clients): in-process {rate_local:.0f} items/s, HTTP {rate_http:.0f} items/s, "
           f"ratio {rate_http / rate_local:.2f}; mismatches {bad}, lost "
-          f"{len(items) - len(got)}", flush=True)
+          f"{len(items) - len(got)}; in-process with the server's fast_in_workers "
+          f"{rate_spread:.0f} items/s (HTTP / that {rate_http / rate_spread:.2f})", flush=True)
 
 
 def load_part(server: Server, a, pools: dict, ref: dict) -> None:

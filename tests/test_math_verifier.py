@@ -160,6 +160,51 @@ def test_batch_keeps_order_and_matches_single_calls():
     assert [v.passed for v in batch[40:]] == [True, True, False, False]
 
 
+def _mixed_pairs(n: int) -> tuple[list, list]:
+    """Boxed integers, fractions, radicals, responses and a sympy pair, half of them right."""
+    kinds = [(r"\boxed{{{i}}}", "{i}"), (r"so $x = \frac{{{i}}}{{7}}$", "{i}/7"),
+             (r"\boxed{{{i}\sqrt{{2}}}}", r"\sqrt{{{ii}}}"), ("The answer is {i}.", "{j}"),
+             (r"\boxed{{\sin^2 x + \cos^2 x + {i}}}", "{j}")]
+    preds, golds = [], []
+    for k in range(n):
+        p, g = kinds[k % len(kinds)]
+        i = k + 1
+        preds.append(p.format(i=i))
+        golds.append(g.format(i=i, ii=2 * i * i, j=i + 1 if k % 2 else i))
+    return preds, golds
+
+
+def test_fast_path_in_the_workers_gives_the_same_verdicts():
+    """``fast_in_workers`` (the reward server's setting) checks a batch in the worker processes:
+    every field of every verdict but its time is the calling thread's."""
+    preds, golds = _mixed_pairs(130)
+    with MathVerifier(workers=2) as here, MathVerifier(workers=2, fast_in_workers=True) as there:
+        want, got = here.verify_batch(preds, golds), there.verify_batch(preds, golds)
+    strip = [(v.passed, v.reason, v.extracted, v.details) for v in want]
+    assert [(v.passed, v.reason, v.extracted, v.details) for v in got] == strip
+    assert 30 < sum(v.passed for v in got) < len(got)
+    assert any(v.details["rule"].startswith("sympy") for v in got)  # some went on to sympy
+
+
+def test_fast_path_falls_back_to_this_thread_when_a_worker_fails():
+    """A chunk whose worker cannot run it (here: the pool is closed, as after a crash) is
+    checked in the calling thread: the same verdicts, no verifier_error for pairs that never
+    needed sympy."""
+    preds, golds = _mixed_pairs(100)
+    keep = [k for k in range(100) if k % 5 != 4]  # no sympy pair
+    preds, golds = [preds[k] for k in keep], [golds[k] for k in keep]
+    with MathVerifier(workers=2) as here:
+        want = here.verify_batch(preds, golds)
+    there = MathVerifier(workers=2, fast_in_workers=True)
+    there.verify_batch(preds[:64], golds[:64])
+    there._pool.close()
+    got = there.verify_batch(preds, golds)
+    there.close()
+    assert [(v.passed, v.reason, v.extracted) for v in got] == \
+        [(v.passed, v.reason, v.extracted) for v in want]
+    assert not any(v.reason == "verifier_error" for v in got)
+
+
 def test_verify_is_safe_from_threads():
     results = {}
 

@@ -3,7 +3,8 @@ reruns of infrastructure errors, and a watch on the verifier worker processes.
 
 ``workers`` (``dapo-bench serve --workers N``) is the number of verifier worker processes of
 each verifier, not of HTTP processes: the server is one uvicorn process (the event loop parses
-and answers requests) driving N sympy workers (one :class:`MathVerifier`, thread-safe) and N
+and answers requests) driving N math workers (one :class:`MathVerifier`, thread-safe, with
+``fast_in_workers``: a batch of 16 items or more is checked in the workers, sympy or not) and N
 code lanes, each a :class:`CodeVerifier` with one sandbox worker (its own uids, its checker in a
 process of its own), so that a slow program holds one lane and not the whole batch. The server
 never runs candidate code itself: it calls the same verifier API as ``dapo-bench verify``.
@@ -72,7 +73,8 @@ class Engine:
         serialize_ast_parse()
         self.workers, self.queue_size, self.metrics = workers, queue_size, metrics
         opts = {} if timeout is None else {"timeout": timeout}
-        self.math = MathVerifier(workers=workers, **opts)
+        # the fast path in the workers too: this process parses and answers HTTP
+        self.math = MathVerifier(workers=workers, fast_in_workers=True, **opts)
         self._lanes: queue.Queue[CodeVerifier] = queue.Queue()
         self._all_lanes = [CodeVerifier(workers=1, **opts) for _ in range(workers)]
         self._math_exec = ThreadPoolExecutor(workers + 1, thread_name_prefix="math")

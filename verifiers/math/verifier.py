@@ -52,6 +52,8 @@ from dapo_bench.errors import UserError
 MODES = ("full", "answer")
 MARKED = ("box", "heading", "####", "phrase")  # all a response cut off at the cap is credited for
 SMALL_BATCH = 32  # fewer sympy pairs than this in a batch: no threads, one worker
+SPREAD_MIN = 16  # pairs a batch needs before ``fast_in_workers`` sends its fast path out
+SPREAD_CHUNK = 64  # fewest pairs of a chunk sent to one worker (so a small batch is one trip)
 
 
 def gold_forms(gold: Any) -> list[str]:
@@ -159,19 +161,51 @@ def _check(prediction: Any, gold: Any, mode: str, fallback: bool, timeout: float
     return r if isinstance(r, Verdict) else _slow(r, timeout, pool)
 
 
+def fast_many(predictions: Sequence, golds: Sequence, mode: str, fallback: bool,
+              finished: Sequence[bool]) -> list[Verdict | _Pending]:
+    """The fast path of many pairs (also a worker's ``fast`` op)."""
+    return [_fast(p, g, mode, fallback, bool(f)) for p, g, f in zip(predictions, golds, finished)]
+
+
+def _fast_spread(predictions: Sequence, golds: Sequence, mode: str, fallback: bool,
+                 finished: Sequence[bool], pool: WorkerPool, workers: int,
+                 ex: ThreadPoolExecutor) -> list[Verdict | _Pending]:
+    """:func:`fast_many` in up to *workers* contiguous chunks of at least
+    :data:`SPREAD_CHUNK` pairs, each in a worker process (the calling process stays free, e.g.
+    for a server's HTTP work; concurrent small batches take a worker each). A chunk whose
+    worker died, failed or overran its generous deadline is done in this thread instead: the
+    same code, the same verdicts."""
+    n = len(predictions)
+    size = max(-(-n // workers), SPREAD_CHUNK)
+
+    def one(lo: int) -> list:
+        hi = min(lo + size, n)
+        args = (list(predictions[lo:hi]), list(golds[lo:hi]), mode, fallback,
+                [bool(f) for f in finished[lo:hi]])
+        try:
+            return pool.run("fast", args, 1.0 + 0.01 * (hi - lo))
+        except (Timeout, WorkerError):  # WorkerDied is a WorkerError
+            return fast_many(*args)
+
+    return [r for part in ex.map(one, range(0, n, size)) for r in part]
+
+
 def _batch(predictions: Sequence, golds: Sequence, mode: str, fallback: bool, timeout: float,
-           pool: WorkerPool, workers: int, finished: Sequence[bool] | None = None
-           ) -> list[Verdict]:
-    """Fast path for all pairs in this thread, then the undecided ones over *workers* threads,
-    each driving one worker process."""
+           pool: WorkerPool, workers: int, finished: Sequence[bool] | None = None,
+           spread: ThreadPoolExecutor | None = None) -> list[Verdict]:
+    """Fast path for all pairs in this thread (``spread``, the threads that drive the workers:
+    in the worker processes, for a batch of :data:`SPREAD_MIN` pairs or more), then the
+    undecided ones over *workers* threads, each driving one worker process."""
     if len(predictions) != len(golds):
         raise UserError(f"{len(predictions)} predictions but {len(golds)} gold answers")
     if finished is None:
         finished = [True] * len(predictions)
     elif len(finished) != len(predictions):
         raise UserError(f"{len(predictions)} predictions but {len(finished)} finished flags")
-    out = [_fast(p, g, mode, fallback, bool(f))
-           for p, g, f in zip(predictions, golds, finished)]
+    if spread is not None and len(predictions) >= SPREAD_MIN:
+        out = _fast_spread(predictions, golds, mode, fallback, finished, pool, workers, spread)
+    else:
+        out = fast_many(predictions, golds, mode, fallback, finished)
     idx = [i for i, r in enumerate(out) if isinstance(r, _Pending)]
     if workers <= 1 or len(idx) < SMALL_BATCH:
         slow = [_slow(out[i], timeout, pool) for i in idx]
@@ -235,6 +269,9 @@ class MathVerifier:
     :meth:`close` (or on exit). A batch runs the fast path in the calling thread, then spreads
     the pairs that need sympy over the workers; ``workers=1``, or fewer than 32 such pairs,
     runs them one by one. Each pair's deadline starts when its sympy check starts.
+    ``fast_in_workers``: a batch of 16 pairs or more runs its fast path in the workers too
+    (chunks of 64 pairs or more, in parallel), leaving the calling process free (``dapo-bench
+    serve`` uses it: its own process parses and answers HTTP); the verdicts are the same.
     """
 
     name = "math"
@@ -243,10 +280,14 @@ class MathVerifier:
     fields = ("prediction", "gold")
 
     def __init__(self, *, timeout: float = 5.0, workers: int | None = None, mode: str = "full",
-                 fallback_last_number: bool = True, **unknown: Any) -> None:
+                 fallback_last_number: bool = True, fast_in_workers: bool = False,
+                 **unknown: Any) -> None:
         if unknown:
             raise UserError(f"math verifier: unknown option(s) {', '.join(sorted(unknown))} "
-                            "(known: timeout, workers, mode, fallback_last_number)")
+                            "(known: timeout, workers, mode, fallback_last_number, "
+                            "fast_in_workers)")
+        self.fast_in_workers = bool(fast_in_workers)
+        self._spread = None  # the threads driving the workers' fast path (fast_in_workers)
         _check_args(mode, timeout)
         if workers is not None and workers < 1:
             raise UserError(f"math verifier: workers must be >= 1, got {workers}")
@@ -261,8 +302,12 @@ class MathVerifier:
 
     def verify_batch(self, predictions: Sequence[Any], golds: Sequence[Any],
                      finished: Sequence[bool] | None = None) -> list[Verdict]:
+        if self.fast_in_workers and self._spread is None:
+            with _DEFAULT_LOCK:
+                if self._spread is None:
+                    self._spread = ThreadPoolExecutor(self.workers, thread_name_prefix="fast")
         return _batch(predictions, golds, self.mode, self.fallback_last_number, self.timeout,
-                      self._pool, self.workers, finished)
+                      self._pool, self.workers, finished, self._spread)
 
     def warm(self) -> None:
         """Start all sympy workers now (about 1 s each, in parallel) instead of on first need."""
@@ -270,6 +315,8 @@ class MathVerifier:
 
     def close(self) -> None:
         self._pool.close()
+        if self._spread is not None:
+            self._spread.shutdown(wait=False)
 
     def __enter__(self):
         return self
