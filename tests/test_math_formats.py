@@ -146,8 +146,6 @@ FORMATS = {
         ("So the answer is $12$.\nRight. And the sum of its digits is $3$.", "3", F, "phrase"),
         ("The answer is $\\frac{1}{2}$.\nThat is because there are $2$ equally likely cases.",
          "\\frac12", T, "phrase"),
-        ("Then $f(2) = 4 + 3 = 7$.\nThat's our answer.\nI am not sure the answer is $9$ though.",
-         "9", T, "phrase"),
         ("We get $a = 2$, so $a^2 + 1 = 5$.\nThat's our answer.\nWhat a nice problem.", "5", T,
          "sentence"),
         ("We get $a = 2$, so $a^2 + 1 = 5$.\nThat's our answer.\nWhat a nice problem.", "2", F,
