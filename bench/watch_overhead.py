@@ -5,8 +5,10 @@ each a fresh ``dapo-bench train`` process in a fresh run dir.
 
     python bench/watch_overhead.py [--method dapo] [--rounds 3] [--set n_problems=256 ...]
 
-Prints each round's wall-clock seconds, the medians, and each watched variant's median ratio to
-the plain run (the target: 1.05 or less). The default run is a small toy DAPO (the toy preset
+Prints each round's wall-clock and CPU seconds (user + system of the run's process and the
+children it waited for, e.g. wandb's service), the medians, and each watched variant's median
+ratio to the plain run, for both (the target: 1.05 or less). On a machine whose wall clock
+swings (a shared VM), the CPU ratio is the steadier one. The default run is a small toy DAPO (the toy preset
 with 256 problems, no control, 200 eval problems): every DAPO stage, a few dozen actor steps.
 The ratio is of whole runs (process start, model load, sampling, training, eval): what a user
 pays. The runs share the machine with whatever else runs: run it on a quiet machine, or read
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -55,16 +58,18 @@ def one_run(method: str, sets: list[str], flags: list[str], threads: int) -> flo
         for s in sets:
             cmd += ["--set", s]
         env = {**os.environ, "WANDB_MODE": "offline", "WANDB_SILENT": "true"}
-        t = time.perf_counter()
+        t, ru = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
         p = subprocess.run(cmd, check=False, capture_output=True, text=True, env=env)
         secs = time.perf_counter() - t
+        ru2 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = ru2.ru_utime + ru2.ru_stime - ru.ru_utime - ru.ru_stime
         if p.returncode != 0:
             raise SystemExit(f"{' '.join(cmd)} failed:\n{p.stderr[-2000:]}")
         written = {"tensorboard": "tensorboard/events.*", "wandb": "wandb/offline-run-*/*.wandb"}
         if "--report-to" in flags and not list(Path(out, "r").glob(
                 written[flags[flags.index("--report-to") + 1]])):
             raise SystemExit(f"{' '.join(cmd)}: no event file written")
-        return secs
+        return secs, cpu
 
 
 def main(
@@ -78,19 +83,23 @@ def main(
     sets = list(set_) if set_ else SMALL.get(method, [])
     vs = variants()
     times: dict[str, list[float]] = {v: [] for v in vs}
+    cpus: dict[str, list[float]] = {v: [] for v in vs}
     for r in range(rounds):
         order = list(vs) if r % 2 == 0 else list(reversed(vs))
         for v in order:
-            times[v].append(one_run(method, sets, vs[v], threads))
-        print(f"round {r + 1}: " + ", ".join(f"{v} {times[v][-1]:.1f}s" for v in vs),
-              flush=True)
-    base = statistics.median(times["plain"])
+            secs, cpu = one_run(method, sets, vs[v], threads)
+            times[v].append(secs)
+            cpus[v].append(cpu)
+        print(f"round {r + 1}: " + ", ".join(f"{v} {times[v][-1]:.1f}s ({cpus[v][-1]:.1f} "
+                                             f"CPU-s)" for v in vs), flush=True)
     print(f"{method} {' '.join(sets)}: median of {rounds} rounds")
-    for v in vs:
-        med = statistics.median(times[v])
-        per = [t / p for t, p in zip(times[v], times["plain"])]
-        print(f"  {v:22s} {med:7.1f}s  ratio {med / base:.3f}  (per round: "
-              f"{', '.join(f'{x:.3f}' for x in per)})")
+    for name, xs in (("wall", times), ("CPU", cpus)):
+        base = statistics.median(xs["plain"])
+        for v in vs:
+            med = statistics.median(xs[v])
+            per = [t / p for t, p in zip(xs[v], xs["plain"])]
+            print(f"  {name:4s} {v:22s} {med:7.1f}s  ratio {med / base:.3f}  (per round: "
+                  f"{', '.join(f'{x:.3f}' for x in per)})")
 
 
 if __name__ == "__main__":
