@@ -1,5 +1,7 @@
 """Bounded sympy work: persistent worker processes with a hard deadline per call.
 
+This is the parent's side (the pool); the loop a worker runs is in ``serve.py``.
+
 A :class:`WorkerPool` keeps up to ``size`` worker processes (``python -m
 dapo_bench.verifiers.math.serve FD``), each with sympy and latex2sympy imported once and its
 parse cache kept between calls. A call takes an idle worker (starting one if fewer than
@@ -29,16 +31,6 @@ import weakref
 from multiprocessing.connection import Connection, Pipe
 
 STARTUP_TIMEOUT = 120.0
-# Pairs a new worker checks before it reports ready (about 0.3 s): the LaTeX parser builds its
-# lookahead tables lazily, so the first parses of each kind are 10-20x slower than later ones.
-WARM_UP = (
-    (r"\frac{\sqrt{3}}{2}", r"\sqrt{3}/2"), ("x^2+2x+1", "(x+1)^{2}"), ("y=2x+1", "2x+1-y=0"),
-    (r"\sin(x)+\ln|x|+C", r"\ln \left|x\right|+\sin x+C"), ("2i+1", r"1+\sqrt{-1}"),
-    (r"\pi r^2", r"r^{2}\pi"), (r"1.5\times10^{-3}", r"\frac{3}{2000}"), ("x \\leq 3", "3 \\geq x"),
-    (r"\begin{pmatrix}a\\b\end{pmatrix}", r"\begin{pmatrix}b\\a\end{pmatrix}"),
-    ("f(x)", "f(y)"), ("-x > -1", "x < 1"), (r"\sum_{k=0}^{n-1} F_k", r"\sum_{k=0}^{n} F_k"),
-    (r"\sqrt[3]{x}^2", "x^{2/3}"),
-)
 _POOLS: weakref.WeakSet = weakref.WeakSet()
 
 
@@ -199,34 +191,3 @@ class WorkerPool:
 def _close_all() -> None:
     for pool in list(_POOLS):
         pool.close()
-
-
-def _watch_parent(parent: int) -> None:
-    while os.getppid() == parent:
-        time.sleep(0.5)
-    os._exit(0)  # the parent is gone: do not outlive it, even inside a long sympy call
-
-
-def serve(fd: int) -> None:
-    """The worker's loop: answer (op, args) messages on fd until the socket closes."""
-    threading.Thread(target=_watch_parent, args=(os.getppid(),), daemon=True).start()
-    conn = Connection(fd)
-    from dapo_bench.verifiers.math import symbolic  # warm import (sympy, latex2sympy)
-    from dapo_bench.verifiers.math.verifier import fast_many
-
-    ops = {"compare": symbolic.full_compare, "fast": fast_many, "ping": lambda: "pong"}
-    for g, p in WARM_UP:  # builds the parser's lookahead tables before the first real call
-        symbolic.full_compare(g, p)
-        symbolic.equal(symbolic.to_sympy(g), symbolic.to_sympy(p))  # also those exact.py decides
-    conn.send("ready")
-    while True:
-        try:
-            op, args = conn.recv()
-        except (EOFError, OSError):
-            return
-        try:
-            out = ("ok", ops[op](*args))
-        except Exception as e:  # noqa: BLE001  (reported to the caller as WorkerError)
-            out = ("error", f"{type(e).__name__}: {e}")
-        conn.send(out)
-
