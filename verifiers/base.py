@@ -20,7 +20,8 @@ the code verifier's per-test statuses ("runtime_error", "time_limit", "memory_li
 "output_limit", "checker_crashed", ...).
 
 ``INFRA_REASONS``: the reasons that are a failure of the verifying machinery itself, not of the
-answer (a worker or checker died, the sandbox is not isolated). Such a verdict fails, and
+answer (a worker or checker died, the sandbox is not isolated, the item's deadline passed
+before the verifier could decide: math's ``timeout``). Such a verdict fails, and
 ``Verdict.infra_error`` says so: a caller that trains on rewards reports it (TRL: None, verl: a
 flag; see dapo_bench.rewards) instead of a 0 that a policy would learn from.
 """
@@ -32,7 +33,8 @@ from typing import Any, Protocol
 
 from dapo_bench.registry import Registry
 
-INFRA_REASONS = frozenset({"sandbox_error", "checker_crashed", "verifier_error"})
+INFRA_REASONS = frozenset({"sandbox_error", "checker_crashed", "verifier_error", "timeout"})
+# (the code verifier's own time limit on a program is the candidate's: ``time_limit``)
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ first of these that finds something wins:
    is (-1,6)``).
 5. An answer phrase anywhere (the last), then ``bold`` (the last ``**..**`` with a digit or
    math in it), then, if ``fallback_last_number`` is on, ``last_number``: the last number
-   written as a whole number (:func:`reading.numbers`: never one inside ``\\sqrt{53}``,
+   written as a whole number (:func:`reading.last_number`: never one inside ``\\sqrt{53}``,
    ``(-1, 6)``, ``\\frac{3}{4}``, ``2 + 3``, or a list ``1, 2 and 3``), else ``none``.
 
 An unmarked final statement ``quantity = value`` (rules 3 and 4) gives its value
@@ -46,15 +46,18 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from dapo_bench.verifiers.math.marks import joined, marked_answer
+from dapo_bench.verifiers.math.clock import check, ticks
+from dapo_bench.verifiers.math.marks import box_stands, joined, marked_answer
+from dapo_bench.verifiers.math.normalize import MAX_ANSWER
 from dapo_bench.verifiers.math.reading import (
     PHRASE,
     answer_in,
     is_bare,
     is_number,
+    last_number,
     last_token,
     lead_expression,
-    numbers,
+    may_phrase,
 )
 from dapo_bench.verifiers.math.spans import (
     Span,
@@ -67,7 +70,7 @@ from dapo_bench.verifiers.math.spans import (
 
 from dapo_bench.errors import UserError
 
-MAX_TEXT = 100_000  # characters of a model response we scan at all; longer is too_large
+MAX_TEXT = 4_000_000  # characters of a response read (about 1M tokens); longer is too_large
 
 _BOLD = re.compile(r"\*\*([^*\n]{1,200})\*\*")
 _RELATION = re.compile(r"\\(?:leq?|geq?|neq?|approx|equiv|pmod|bmod|mod|in|subset|sim|cong)(?![a-zA-Z])"
@@ -95,16 +98,23 @@ _BACKREF = re.compile(r"[\s,.*]*(?:(?:and|so|right|yes)[\s,.!]+)*(?:that|this|wh
                       r"(?:our|the|my)\s+(?:final\s+)?answer\b", re.IGNORECASE)
 
 
+_DIGIT = re.compile(r"\d")
+
+
 def _filler(sentence: list) -> bool:
-    return not any(isinstance(x, Span) or any(c.isdigit() for c in x) for x in sentence)
+    return not any(isinstance(x, Span) or _DIGIT.search(x) for x in sentence)
 
 
-def _phrase_in(sents: list[list], idx: int, follow: bool = True) -> str | None:
+def _phrase_in(sents: list[list], idx: int, follow: bool = True,
+               phrases: bool = True) -> str | None:
     """The answer after the last answer phrase of sentence *idx* (or, with ``follow``, in the
-    sentence after it when the phrase ends its sentence with ``:``)."""
+    sentence after it when the phrase ends its sentence with ``:``). ``phrases=False``: the
+    response holds no phrase at all (:func:`reading.may_phrase`), so None without a look."""
+    if not phrases:
+        return None
     s = sents[idx]
     for k in range(len(s) - 1, -1, -1):
-        if isinstance(s[k], str):
+        if isinstance(s[k], str) and may_phrase(s[k]):
             last = None
             for last in PHRASE.finditer(s[k]):
                 pass
@@ -146,8 +156,9 @@ def value_of(ans: str) -> str:
     equation ``= 0`` in two or more variables (a line, a plane), anything with a relation, a
     list or a matrix in it (``-\\frac{a}{6} = 1 and a = -6``, ``a \\equiv 1``). Marked
     answers (a box, a heading, a "final answer" statement) are never cut: what a response
-    marks as its answer is compared as written."""
-    if "=" not in ans or _RELATION.search(ans):
+    marks as its answer is compared as written. An answer too long to check is left as it is
+    (the verifier calls it ``too_large``)."""
+    if "=" not in ans or len(ans) > MAX_ANSWER or _RELATION.search(ans):
         return ans
     inner = re.fullmatch(r"\s*(\$\$?|\\\[|\\\()(.*?)(\$\$?|\\\]|\\\))\s*\.?\s*", ans, re.DOTALL)
     if inner:
@@ -204,7 +215,7 @@ def _no_span_statement(sentence: list) -> str | None:
     ``is``/``=``, when it ends the sentence (at most two words, a unit, after it)."""
     text = " ".join(x for x in sentence if isinstance(x, str))
     last = None
-    for last in _IS.finditer(text):
+    for last in ticks(_IS.finditer(text)):
         pass
     if last is None:
         return None
@@ -220,7 +231,7 @@ def _no_span_statement(sentence: list) -> str | None:
 
 
 def _bold(text: str) -> str | None:
-    for m in reversed(list(_BOLD.finditer(text))):
+    for m in ticks(reversed(list(_BOLD.finditer(text)))):
         inner = m.group(1)
         if any(c.isdigit() for c in inner) or "$" in inner or "\\" in inner:
             sub = math_spans(inner)
@@ -231,15 +242,15 @@ def _bold(text: str) -> str | None:
 
 
 def _last_number(sents: list[list]) -> str | None:
-    for s in reversed(sents):
+    for s in ticks(reversed(sents)):
         for x in reversed(s):
             if isinstance(x, Span):
                 if is_number(x.inner):
                     return x.inner.strip().rstrip(".,;")
-            else:
-                nums = numbers(x)
-                if nums:
-                    return nums[-1]
+            elif _DIGIT.search(x):
+                num = last_number(x)
+                if num is not None:
+                    return num
     return None
 
 
@@ -254,23 +265,25 @@ def _check_start(sents: list[list]) -> int | None:
     return None
 
 
-def _final_statement(sents: list[list], end: int) -> tuple[str, str] | None:
+def _final_statement(sents: list[list], end: int,
+                     phrases: bool = True) -> tuple[str, str] | None:
     """Rule 4 on ``sents[:end]``: the final sentence's answer phrase, else an answer phrase in
     the :data:`PHRASE_WINDOW` sentences before it (``So the answer is $1$. Right. $1+...+10$
     leaves a remainder of 1``: a later statement that restates or checks does not override
-    what the response called its answer), else what the final sentence states."""
+    what the response called its answer), else what the final sentence states.
+    ``phrases``: as :func:`_phrase_in`'s."""
     pointed = False  # "That's our answer." after it: the final sentence is the answer
-    for idx in range(end - 1, -1, -1):
-        ans = _phrase_in(sents, idx)
+    for idx in ticks(range(end - 1, -1, -1)):
+        ans = _phrase_in(sents, idx, phrases=phrases)
         if _filler(sents[idx]):  # no math; but "So the answer is B." states one
             if ans:
                 return ans, "phrase"
-            pointed = pointed or bool(_BACKREF.match(" ".join(map(str, sents[idx]))))
+            pointed = pointed or (phrases and bool(_BACKREF.match(" ".join(sents[idx]))))
             continue
         if ans:
             return value_of(ans), "phrase"
         for k in range(idx - 1, max(idx - 1 - PHRASE_WINDOW * (not pointed), -1), -1):
-            ans = _phrase_in(sents, k, follow=False)  # "**Answer:**" then prose: not this
+            ans = _phrase_in(sents, k, follow=False, phrases=phrases)  # "**Answer:**" then prose
             if ans:
                 return value_of(ans), "phrase"
         ans = _counted(sents[idx]) or _no_span_statement(_after_spans(sents[idx]))
@@ -287,22 +300,31 @@ def find_answer(text: str, *, fallback_last_number: bool = True) -> tuple[str | 
     if not isinstance(text, str) or not text.strip():
         return None, "none"
     text = prepare_text(text)
+    found = boxes(text)
+    ans = box_stands(text, found)
+    if ans:  # nothing after the last box can mark another answer: no other rule can win
+        return ans, "box"
+    check()  # (clock: each phase below is linear; the long loops check as they go)
     spans = math_spans(text)
-    marked = marked_answer(text, spans, boxes(text))
+    marked = marked_answer(text, spans, found)
     if marked:
         return marked
     if is_bare(text, spans):
         return text.strip() or None, "bare"
+    check()
     ans = _last_line(text)
     if ans:
         return value_of(ans), "last_line"
     sents = sentences(text, spans)
-    check = _check_start(sents)
-    found = (_final_statement(sents, check) if check is not None else None) or \
-        _final_statement(sents, len(sents))
-    if found:
-        return found
-    for idx in range(len(sents) - 1, -1, -1):
+    phrases = may_phrase(text)
+    start = _check_start(sents)
+    check()
+    stated = (_final_statement(sents, start, phrases) if start is not None else None) or \
+        _final_statement(sents, len(sents), phrases)
+    if stated:
+        return stated
+    check()
+    for idx in ticks(range(len(sents) - 1, -1, -1)) if phrases else ():
         ans = _phrase_in(sents, idx)
         if ans:
             return ans, "phrase"

@@ -7,9 +7,12 @@ way (:func:`extract.gold_answer`: ``$..$``, boxes, an answer phrase), clean and 
 sides (cached), try the fast path, and send only the undecided pairs to a sympy worker with a
 hard deadline. Each verdict's ``extracted`` is the answer taken from the prediction, and its
 ``details`` say how it was found (``answer_from``) and which rule decided (``rule``).
-Reasons: ``ok``, ``wrong_answer``, ``no_answer``, ``truncated`` (below), ``timeout``,
-``verifier_error`` (a sympy worker died: the machinery's failure, ``Verdict.infra_error``),
-``too_large`` (response over 100,000 characters, answer over 4,000, or nesting deeper than
+Reasons: ``ok``, ``wrong_answer``, ``no_answer``, ``truncated`` (below), ``timeout`` (the
+item's deadline passed, reading or in sympy: the whole verification answers within
+``timeout`` seconds, in this process too, see :mod:`clock`; an infrastructure outcome,
+``Verdict.infra_error``, never a 0), ``verifier_error`` (a sympy worker died: the machinery's
+failure, ``Verdict.infra_error``),
+``too_large`` (response over 4,000,000 characters, answer over 4,000, or nesting deeper than
 48), and ``parse_error`` (not equal, and sympy could not read one side).
 
 A response cut off at the token cap (``finished=False``: the generator's finish_reason was
@@ -41,6 +44,7 @@ from typing import Any
 
 from dapo_bench.verifiers.base import VERIFIERS, Verdict
 from dapo_bench.verifiers.math.check import fast_compare, prepare
+from dapo_bench.verifiers.math.clock import OutOfTime, limit
 from dapo_bench.verifiers.math.extract import MAX_TEXT, find_answer, gold_answer, last_boxed
 from dapo_bench.verifiers.math.match import Trace
 from dapo_bench.verifiers.math.normalize import MAX_ANSWER, TooLarge, parse_number
@@ -89,21 +93,34 @@ def _verdict(passed: bool, reason: str, ans: str | None, seconds: float, how: st
 
 
 def _fast(prediction: Any, gold: Any, mode: str, fallback: bool,
-          finished: bool = True) -> Verdict | _Pending:
-    """Extraction, size limits and the sympy-free comparison, in the calling thread."""
+          finished: bool = True, timeout: float = 5.0) -> Verdict | _Pending:
+    """Extraction, size limits and the sympy-free comparison, in the calling thread, within
+    *timeout* seconds (:mod:`clock`): past it, a ``timeout`` verdict."""
     t0 = time.perf_counter()
     forms = gold_forms(gold)
+    text = prediction if isinstance(prediction, str) else ("" if prediction is None
+                                                           else str(prediction))
+    if len(text) > MAX_TEXT:
+        return _verdict(False, "too_large", None, time.perf_counter() - t0, "answer", "too_large")
+    found_by: list = ["answer"]  # how the answer was found, once it is
+    try:
+        with limit(t0 + timeout):
+            return _read(text, forms, mode, fallback, finished, t0, found_by)
+    except OutOfTime:
+        return _verdict(False, "timeout", None, time.perf_counter() - t0, found_by[0],
+                        "deadline passed while reading")
+
+
+def _read(text: str, forms: list[str], mode: str, fallback: bool, finished: bool, t0: float,
+          found_by: list) -> Verdict | _Pending:
     how = "answer"
 
     def done(passed: bool, reason: str, ans: str | None = None, rule: str = "") -> Verdict:
         return _verdict(passed, reason, ans, time.perf_counter() - t0, how, rule or reason)
 
-    text = prediction if isinstance(prediction, str) else ("" if prediction is None
-                                                           else str(prediction))
-    if len(text) > MAX_TEXT:
-        return done(False, "too_large")
     if mode == "full":
         ans, how = find_answer(text, fallback_last_number=fallback)
+        found_by[0] = how
         if not finished and how not in MARKED:
             return done(False, "truncated")
     else:
@@ -130,10 +147,11 @@ def _fast(prediction: Any, gold: Any, mode: str, fallback: bool,
 
 
 def _slow(p: _Pending, timeout: float, pool: WorkerPool) -> Verdict:
-    """The sympy comparison in a worker; the deadline starts here (so a batch item does not
-    pay for the queue in front of it)."""
+    """The sympy comparison in a worker, within what the item's fast path left of its
+    *timeout*; that time starts here (so a batch item does not pay for the queue in front of
+    it, only for its own reading)."""
     t0 = time.perf_counter()
-    reason, deadline, rule = "wrong_answer", t0 + timeout, ""
+    reason, deadline, rule = "wrong_answer", t0 + timeout - p.spent, ""
     for g in p.golds:
         try:
             ok, why_not, rule = pool.run("compare", (g, p.ans),
@@ -157,34 +175,39 @@ def _slow(p: _Pending, timeout: float, pool: WorkerPool) -> Verdict:
 
 def _check(prediction: Any, gold: Any, mode: str, fallback: bool, timeout: float,
            pool: WorkerPool, finished: bool = True) -> Verdict:
-    r = _fast(prediction, gold, mode, fallback, finished)
+    r = _fast(prediction, gold, mode, fallback, finished, timeout)
     return r if isinstance(r, Verdict) else _slow(r, timeout, pool)
 
 
 def fast_many(predictions: Sequence, golds: Sequence, mode: str, fallback: bool,
-              finished: Sequence[bool]) -> list[Verdict | _Pending]:
-    """The fast path of many pairs (also a worker's ``fast`` op)."""
-    return [_fast(p, g, mode, fallback, bool(f)) for p, g, f in zip(predictions, golds, finished)]
+              finished: Sequence[bool], timeout: float = 5.0) -> list[Verdict | _Pending]:
+    """The fast path of many pairs, each within *timeout* (also a worker's ``fast`` op)."""
+    return [_fast(p, g, mode, fallback, bool(f), timeout)
+            for p, g, f in zip(predictions, golds, finished)]
 
 
 def _fast_spread(predictions: Sequence, golds: Sequence, mode: str, fallback: bool,
-                 finished: Sequence[bool], pool: WorkerPool, workers: int,
+                 finished: Sequence[bool], timeout: float, pool: WorkerPool, workers: int,
                  ex: ThreadPoolExecutor) -> list[Verdict | _Pending]:
     """:func:`fast_many` in up to *workers* contiguous chunks of at least
     :data:`SPREAD_CHUNK` pairs, each in a worker process (the calling process stays free, e.g.
     for a server's HTTP work; concurrent small batches take a worker each). A chunk whose
-    worker died, failed or overran its generous deadline is done in this thread instead: the
-    same code, the same verdicts."""
+    worker died or failed is done in this thread instead: the same code, the same verdicts.
+    Each pair keeps its own deadline in the worker, so a chunk is given the sum and a second
+    (a worker past that is stuck: its pairs are ``timeout``, not read again here)."""
     n = len(predictions)
     size = max(-(-n // workers), SPREAD_CHUNK)
 
     def one(lo: int) -> list:
         hi = min(lo + size, n)
         args = (list(predictions[lo:hi]), list(golds[lo:hi]), mode, fallback,
-                [bool(f) for f in finished[lo:hi]])
+                [bool(f) for f in finished[lo:hi]], timeout)
         try:
-            return pool.run("fast", args, 1.0 + 0.01 * (hi - lo))
-        except (Timeout, WorkerError):  # WorkerDied is a WorkerError
+            return pool.run("fast", args, 1.0 + timeout * (hi - lo))
+        except Timeout:
+            return [_verdict(False, "timeout", None, timeout, "answer", "worker past the deadline")
+                    for _ in range(lo, hi)]
+        except WorkerError:  # WorkerDied is a WorkerError
             return fast_many(*args)
 
     return [r for part in ex.map(one, range(0, n, size)) for r in part]
@@ -203,9 +226,10 @@ def _batch(predictions: Sequence, golds: Sequence, mode: str, fallback: bool, ti
     elif len(finished) != len(predictions):
         raise UserError(f"{len(predictions)} predictions but {len(finished)} finished flags")
     if spread is not None and len(predictions) >= SPREAD_MIN:
-        out = _fast_spread(predictions, golds, mode, fallback, finished, pool, workers, spread)
+        out = _fast_spread(predictions, golds, mode, fallback, finished, timeout, pool, workers,
+                           spread)
     else:
-        out = fast_many(predictions, golds, mode, fallback, finished)
+        out = fast_many(predictions, golds, mode, fallback, finished, timeout)
     idx = [i for i, r in enumerate(out) if isinstance(r, _Pending)]
     if workers <= 1 or len(idx) < SMALL_BATCH:
         slow = [_slow(out[i], timeout, pool) for i in idx]
