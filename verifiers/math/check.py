@@ -38,6 +38,8 @@ def prepare(answer: str) -> Node:
 
 _WORD = re.compile(r"^[A-Za-z]+$")
 _CONSTANTS = {"e", "i"}  # single letters sympy reads as constants (Euler's e, imaginary i)
+# answer words shorter than four letters (read as words, case aside; never as products xy)
+SHORT_WORDS = frozenset({"yes", "no", "odd"})
 
 
 def fast_leaf_eq(g: str, p: str, trace: Trace | None = None) -> bool:
@@ -51,7 +53,7 @@ def fast_leaf_eq(g: str, p: str, trace: Trace | None = None) -> bool:
         return numbers_equal(gn, pn)
     gw, pw = _WORD.match(g), _WORD.match(p)
     if gw and pw:
-        if max(len(g), len(p)) >= 4:
+        if max(len(g), len(p)) >= 4 or g.lower() in SHORT_WORDS or p.lower() in SHORT_WORDS:
             note("word")
             return g.lower() == p.lower()
         if len(g) == len(p) == 1 and not {g, p} & _CONSTANTS:

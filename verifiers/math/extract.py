@@ -48,7 +48,7 @@ from functools import lru_cache
 
 from dapo_bench.verifiers.math.clock import check, ticks
 from dapo_bench.verifiers.math.marks import box_stands, joined, marked_answer
-from dapo_bench.verifiers.math.normalize import MAX_ANSWER
+from dapo_bench.verifiers.math.normalize import MAX_ANSWER, TooLarge, clean, squeeze
 from dapo_bench.verifiers.math.reading import (
     PHRASE,
     answer_in,
@@ -67,6 +67,7 @@ from dapo_bench.verifiers.math.spans import (
     prepare_text,
     sentences,
 )
+from dapo_bench.verifiers.math.structure import named_quantity, unknowns
 
 from dapo_bench.errors import UserError
 
@@ -77,6 +78,7 @@ _RELATION = re.compile(r"\\(?:leq?|geq?|neq?|approx|equiv|pmod|bmod|mod|in|subse
                        r"|[<>,;!]|\band\b|\bor\b|\\begin")
 _NAME = re.compile(r"\s*[A-Za-z](?:_\{?\w+\}?)?\s*")  # x, a_1, a_{10}: what "x = 3" names
 _IS = re.compile(r"\b(?:is|are|equals|be)\s+|=\s*")
+_VERB = re.compile(r"\b(?:is|are|equals|be)\s+")
 _CLAUSE = re.compile(r"\b(?:since|because|as|where|which|while|if|although|but|for)\b",
                      re.IGNORECASE)
 _SPAN_ONLY = re.compile(r"[\s.,;:!]*")
@@ -175,7 +177,17 @@ def value_of(ans: str) -> str:
     names = set(re.findall(r"(?<![\\A-Za-z])[A-Za-z](?![A-Za-z])", ans[:cuts[0]]))
     if rhs == "0" and len(names) >= 2:  # "x-2y+z-1=0": the equation of a plane is the answer
         return ans
+    if len(cuts) == 1 and _names_a_value(ans[:cuts[0]], rhs):
+        return ans  # "x^2+y^2 = 13": the comparison takes 13 for a value, all for an equation
     return rhs or ans
+
+
+def _names_a_value(left: str, right: str) -> bool:
+    """:func:`structure.named_quantity` on the cleaned sides."""
+    try:
+        return named_quantity(squeeze(clean(left)), squeeze(clean(right)))
+    except TooLarge:
+        return False
 
 
 def _counted(sentence: list) -> str | None:
@@ -200,6 +212,24 @@ def _counted(sentence: list) -> str | None:
     return None
 
 
+_SUBJECT = re.compile(r"(\d{1,3}(?:,\d{3})+|\d+)\s+[A-Za-z]+(?:\s+[A-Za-z]+)?\s+(?:are|is|were|was|"
+                      r"will\s+be|would\s+be)\b")
+
+
+def _subject_count(sentence: list, span_answer: str | None) -> str | None:
+    """``Therefore, 20 workers are needed to produce \\(\\frac{720}{K}\\) widgets``: the count
+    the sentence opens with, when the math after it is an expression in unknowns (what the
+    counted things do), not a value."""
+    head = sentence[0] if sentence and isinstance(sentence[0], str) else ""
+    m = _SUBJECT.search(head)
+    if not m or not _OPENER.fullmatch(head[:m.start()]) or not span_answer:
+        return None
+    try:
+        return m.group(1) if unknowns(squeeze(clean(span_answer))) else None
+    except TooLarge:
+        return None
+
+
 def _after_spans(sentence: list) -> list:
     """The prose after the sentence's last math span: ``the remainder when $9^{1995}$ is
     divided by 7 is 1`` gives ``is divided by 7 is 1`` (what the sentence says the span IS)."""
@@ -219,7 +249,21 @@ def _no_span_statement(sentence: list) -> str | None:
         pass
     if last is None:
         return None
-    rest = text[last.end():]
+    tries = [last]
+    if last.group(0)[0] == "=":  # "the circle is x^2 + y^2 = 13": the equation, if it is whole
+        verb = None
+        for verb in ticks(_VERB.finditer(text, 0, last.start())):
+            pass
+        tries = [verb, last] if verb else tries
+    for m in tries:
+        expr = _statement_after(text[m.end():])
+        if expr is not None and (m is last or "=" in expr):
+            return expr
+    return None
+
+
+def _statement_after(rest: str) -> str | None:
+    """The whole expression *rest* starts with, when at most two words (a unit) follow it."""
     expr = lead_expression(rest)
     if expr is None:
         return None
@@ -289,6 +333,7 @@ def _final_statement(sents: list[list], end: int,
         ans = _counted(sents[idx]) or _no_span_statement(_after_spans(sents[idx]))
         if ans is None and any(isinstance(x, Span) for x in sents[idx]):
             ans = last_token(sents[idx])
+            ans = _subject_count(sents[idx], ans) or ans
         return (value_of(ans), "sentence") if ans else None
     return None
 
@@ -373,6 +418,14 @@ def extract_gold_from_solution(solution_text: str) -> str:
     if "####" in solution_text:
         return solution_text.rsplit("####", 1)[1].strip()
     raise UserError(f"no \\boxed{{}} or #### answer in solution {solution_text[:60]!r}...")
+
+
+def last_boxes(text: str, k: int) -> str | None:
+    """The contents of the last *k* boxes of a response as one list answer, when it has that
+    many (an answer of several parts boxed apart: ``the maximum is \\boxed{2}`` ... ``the
+    minimum is \\boxed{1}``), else None."""
+    found = boxes(prepare_text(text))
+    return ", ".join(b.inner for b in found[-k:]) if k > 1 and len(found) >= k else None
 
 
 def last_boxed(text: str) -> str | None:

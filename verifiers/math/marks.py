@@ -147,6 +147,15 @@ def box_stands(text: str, found: list[Box]) -> str | None:
     return joined(last_box_group(text, found))
 
 
+_MARKUP_ONLY = re.compile(r"[\s#*_=~`>|.:,;!?()\[\]{}-]*")
+
+
+def states(ans: str | None) -> bool:
+    """An answer that says something: not markup or punctuation alone (``##``, ``**``,
+    ``---``: what a degenerate tail puts after a heading)."""
+    return bool(ans) and not _MARKUP_ONLY.fullmatch(ans)
+
+
 def marked_answer(text: str, spans: list[Span], found: list[Box]) -> tuple[str, str] | None:
     """``(answer, mark)`` of the last mark in *text* (module docstring), or None. The marks
     are read from the last one back, and only until one gives an answer; a box always gives
@@ -169,6 +178,6 @@ def marked_answer(text: str, spans: list[Span], found: list[Box]) -> tuple[str, 
     read = {"heading": _heading_answer, "####": _hashes_answer, "phrase": _phrase_answer}
     for _, how, m in sorted(marks, key=lambda c: c[0], reverse=True):
         ans = joined(last_box_group(text, found)) if how == "box" else read[how](text, m)
-        if ans:
+        if states(ans):
             return ans, how
     return None

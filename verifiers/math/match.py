@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from itertools import pairwise
 
 from dapo_bench.verifiers.math.normalize import parse_number
 from dapo_bench.verifiers.math.structure import Node, is_label
@@ -95,9 +96,12 @@ def compare(g: Node, p: Node, leaf_eq: LeafEq, trace: Trace | None = None) -> bo
         t.shape("label dropped")
         return eq(g.items[0], p) if gk == "eq" else eq(g, p.items[0])
     if pk == "eqn":
-        if p.var != "chain":
+        if p.var == "chain":
+            t.shape("chain: last part")
+        elif p.var == "named":  # |r-s|=16, x+y=4027: the value of what it names
+            t.shape("named quantity: its value")
+        else:
             return no("value vs equation")  # x^2=4 is not the answer 4
-        t.shape("chain: last part")
         return eq(g, p.items[1])
     if gk == "choice" or pk == "choice":
         return _choice(g, p, eq, t)
@@ -110,8 +114,11 @@ def compare(g: Node, p: Node, leaf_eq: LeafEq, trace: Trace | None = None) -> bo
         t.shape("relation vs interval")
         return eq(iv, p)
     if pk == "rel":
-        return no("interval vs relation (policy)" if gk in ("tuple", "union") else
-                  "value vs relation")
+        iv = as_interval(p) if gk in ("tuple", "union") else None
+        if iv is None:
+            return no("value vs relation")
+        t.shape("interval vs relation")  # [1/2, 8] and 1/2 <= x <= 8: the same set, solved
+        return eq(g, iv)
     if gk == "labelled" or pk == "labelled":
         return _labelled(g, p, eq, t)
     if (gk, pk) == ("list", "leaf") and _comma_decimal(g, p) or (
@@ -119,6 +126,12 @@ def compare(g: Node, p: Node, leaf_eq: LeafEq, trace: Trace | None = None) -> bo
         return t.note("decimal comma")
     if gk == "matrix" and pk == "leaf" and "\\begin" in p.text:
         return leaf_eq(g.src, p.text)  # matrix arithmetic: A+B, AB
+    if gk == "list" and pk == "tuple" and as_list(p):  # "(1, 2, 3)" for "1,2,3"
+        t.shape("tuple as the list")
+        p = Node("list", items=p.items)
+        pk = "list"
+    if "ratio" in (gk, pk) and "leaf" in (gk, pk):
+        return _ratio_value(g, p, leaf_eq, t)
     if gk != pk:
         return no(f"shape: {gk} vs {pk}")
     if gk == "leaf":
@@ -130,7 +143,43 @@ def compare(g: Node, p: Node, leaf_eq: LeafEq, trace: Trace | None = None) -> bo
         if g.text != p.text:
             return no(f"brackets {g.text} vs {p.text}")
         return all(eq(a, b) for a, b in zip(g.items, p.items))
+    if gk == "list" and ordered(g):
+        t.shape("list in the gold's order")
+        return all(eq(a, b) for a, b in zip(g.items, p.items))
     return _unordered(list(g.items), list(p.items), eq)
+
+
+def ordered(g: Node) -> bool:
+    """Whether a gold list asks for its values in the order written: three or more plain
+    numbers in neither increasing nor decreasing order (``2, 4, 3`` for "T(10), T(11),
+    T(12)"). A set of solutions is written sorted (``-2, 1, 3``) and is compared as a set."""
+    if len(g.items) < 3 or any(n.kind != "leaf" for n in g.items):
+        return False
+    nums = [parse_number(n.text) for n in g.items]
+    if any(n is None for n in nums):
+        return False
+    vals = [n.value for n in nums]
+    pairs = list(pairwise(vals))
+    return not (all(a <= b for a, b in pairs) or all(a >= b for a, b in pairs))
+
+
+def as_list(p: Node) -> bool:
+    """Whether a predicted tuple may stand for a bare list: ``(1, 2, 3)``, any ``(..)``, and
+    ``[..]`` of three or more items (``[1, 2]`` is an interval)."""
+    return p.text == "()" or (p.text == "[]" and len(p.items) >= 3)
+
+
+def _ratio_value(g: Node, p: Node, leaf_eq, t: Trace) -> bool:
+    """A ratio of two parts against a value: ``1:2`` is ``\\frac{1}{2}``, never ``2``."""
+    r, v = (g, p) if g.kind == "ratio" else (p, g)
+    if len(r.items) != 2 or any(n.kind != "leaf" for n in r.items):
+        return not t.note("ratio vs value")
+    den = parse_number(r.items[1].text)
+    if den is not None and den.value == 0:
+        return not t.note("ratio vs value")  # 12:00 is a time, not a fraction
+    t.shape("ratio as a fraction")
+    frac = f"\\frac{{{r.items[0].text}}}{{{r.items[1].text}}}"
+    return leaf_eq(v.text, frac) if v is g else leaf_eq(frac, v.text)
 
 
 def _unordered(gs: list[Node], ps: list[Node], eq) -> bool:

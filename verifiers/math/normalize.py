@@ -73,6 +73,17 @@ _SUBS: list[tuple[re.Pattern, str]] = [
     (re.compile(r"\\sqrt\s*([0-9a-zA-Z])"), r"\\sqrt{\1}"),
 ]
 _DELIMS = re.compile(r"\$|\\\(|\\\)|\\\[|\\\]")
+# a family of solutions' parameter, stated after it: ", k \in \mathbb{Z}", "\text{ for } k \in
+# \mathbb{Z}", "\text{ for any integer } k", "\text{ where } k \text{ is an integer}"
+_TEXT = r"\\(?:text|textrm|mbox|mathrm)\s*\{"
+_INTEGERS = re.compile(
+    r"(?:\s|,|;|\\q?quad\b)*\(?\s*(?:" + _TEXT + r"\s*,?\s*(?:for|where)\s*(?:all|any|some|every)?\s*\}"
+    r"\s*)?[a-zA-Z]\s*\\in\s*\\(?:mathbb|Bbb)\s*\{?\s*[ZN]\s*\}?\s*\)?\s*$"
+    r"|(?:\s|,|;)*" + _TEXT + r"\s*,?\s*(?:for|where)\s+(?:all|any|some|every)?\s*(?:integers?|"
+    r"whole\s+numbers?)\s*\}\s*[a-zA-Z]\s*$"
+    r"|(?:\s|,|;)*" + _TEXT + r"\s*,?\s*(?:for|where)\s*\}\s*[a-zA-Z]\s*" + _TEXT
+    + r"\s*(?:is|are)\s+(?:an?\s+)?(?:integers?|any\s+integer)\s*\.?\s*\}\s*$")
+_STRAY_BACKSLASH = re.compile(r"(?<!\\)\\(?=\d)")  # "\15" for "\$15": no command starts so
 _TEXT_CMD = r"\\(?:text|textrm|textnormal|textbf|textit|mathrm|mbox|mathbf|mathit|rm|operatorname)"
 _TRAILING_UNIT = re.compile(
     _TEXT_CMD + r"\s*\{\s*[a-zA-Z][a-zA-Z .\-/]*\}\s*(?:\^\s*\{?-?\d\}?)?\s*$")
@@ -109,6 +120,8 @@ def clean(s: str) -> str:
     check_size(s)
     s = to_latex(_UNICODE_RE.sub(lambda m: _UNICODE[m.group(0)], s))
     s = _WS_RUN.sub(" ", _DELIMS.sub(" ", s))  # single spaces keep the regexes below linear
+    m = _INTEGERS.search(s, max(0, len(s) - 160))  # (the tail only: linear on any answer)
+    s = _STRAY_BACKSLASH.sub("", s[:m.start()] if m else s)
     for pat, rep in _SUBS:
         s = pat.sub(rep, s)
     s = s.strip()

@@ -45,7 +45,13 @@ from typing import Any
 from dapo_bench.verifiers.base import VERIFIERS, Verdict
 from dapo_bench.verifiers.math.check import fast_compare, prepare
 from dapo_bench.verifiers.math.clock import OutOfTime, limit
-from dapo_bench.verifiers.math.extract import MAX_TEXT, find_answer, gold_answer, last_boxed
+from dapo_bench.verifiers.math.extract import (
+    MAX_TEXT,
+    find_answer,
+    gold_answer,
+    last_boxed,
+    last_boxes,
+)
 from dapo_bench.verifiers.math.match import Trace
 from dapo_bench.verifiers.math.normalize import MAX_ANSWER, TooLarge, parse_number
 from dapo_bench.verifiers.math.structure import Node
@@ -141,9 +147,33 @@ def _read(text: str, forms: list[str], mode: str, fallback: bool, finished: bool
             return done(True, "ok", ans, trace.rule)
         if r is None:
             pending.append(g)
+    if not pending and how == "box":  # the parts of the answer boxed apart
+        parts = _boxed_parts(text, pred, golds)
+        if parts is not None:
+            return done(True, "ok", parts[0], "boxes together: " + parts[1])
     if not pending:
         return done(False, "wrong_answer", ans, trace.rule)
     return _Pending(ans, pending, time.perf_counter() - t0, how)
+
+
+def _boxed_parts(text: str, pred: Node, golds: list) -> tuple[str, str] | None:
+    """A gold list of k values against a response whose last box holds fewer: its last k
+    boxes together (``the maximum is \\boxed{2}`` ... ``the minimum is \\boxed{1}`` for
+    ``1, 2``), decided by the fast path; (answer, rule) when they match."""
+    have = len(pred.items) if pred.kind == "list" else 1
+    for _, node in golds:
+        if node.kind != "list" or len(node.items) <= have:
+            continue
+        ans = last_boxes(text, len(node.items))
+        if ans is None:
+            continue
+        trace = Trace()
+        try:
+            if fast_compare(node, prepare(ans), trace):
+                return ans, trace.rule
+        except TooLarge:
+            return None
+    return None
 
 
 def _slow(p: _Pending, timeout: float, pool: WorkerPool) -> Verdict:
@@ -367,8 +397,8 @@ def _key(n: Node) -> str:
         if num is not None:
             return str(num.value)
         return n.text.lower() if n.text.isalpha() and len(n.text) >= 4 else n.text
-    if n.kind == "eq":
-        return _key(n.items[0])
+    if n.kind == "eq" or (n.kind == "eqn" and n.var in ("chain", "named")):
+        return _key(n.items[-1])
     if n.kind in ("eqn", "rel"):
         return n.src
     if n.kind == "choice":
