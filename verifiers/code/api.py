@@ -23,7 +23,6 @@ from collections.abc import Callable
 from typing import Any
 
 from dapo_bench.verifiers.base import VERIFIERS, Kind, Verdict, completion_text, structured
-from dapo_bench.verifiers.code.attacks import zoo as attack_zoo
 from dapo_bench.verifiers.code.compare import stdout_matches, value_matches
 from dapo_bench.verifiers.code.formats import Spec, parse_tests
 from dapo_bench.verifiers.code.kind import impossible_tests, program_from
@@ -173,7 +172,9 @@ def check_layers(workers: int | None = 1) -> dict[str, tuple[bool, str]]:
 @VERIFIERS.register("code", help="sandboxed Python programs vs tests (stdin/stdout, call, "
                                  "assert: TACO, LiveCodeBench, HumanEval, MBPP, LeetCode)")
 class CodeVerifier(Kind):
-    """``verify(program, tests) -> Verdict``; owns its worker pool until `close`."""
+    """``verify(program, tests) -> Verdict``; owns its worker pool until `close`. Safe to call
+    from several threads at once (verl's reward loop scores items concurrently): they share
+    the pool's workers, one job per worker at a time."""
 
     name = "code"
     # 2.0: assert-based checks in their own process (issue 14); 2.1: candidates hash with seed 0,
@@ -206,7 +207,12 @@ class CodeVerifier(Kind):
 
     @classmethod
     def zoo(cls) -> tuple[list[str], list[str], dict]:
-        return attack_zoo()
+        # imported here, never at module level: the sandbox workers import this module, and
+        # a program forked from one must not find the zoo's checks in its memory (the
+        # memory_lookup attack looks for them)
+        from dapo_bench.verifiers.code.attacks import zoo
+
+        return zoo()
 
     def probe(self) -> str | None:
         """Run a hello program: why the sandbox cannot grade (e.g. not isolated), or None."""
@@ -226,11 +232,13 @@ class CodeVerifier(Kind):
             limits = Limits.from_dict(dict(limits.to_dict(), time_s=float(timeout)))
         self.limits, self.workers = limits, workers
         self._runner: _Runner | None = None
+        self._lock = threading.Lock()  # one pool, even when first called from several threads
 
     def _get(self) -> _Runner:
-        if self._runner is None:
-            self._runner = _Runner(self.workers)
-        return self._runner
+        with self._lock:
+            if self._runner is None:
+                self._runner = _Runner(self.workers)
+            return self._runner
 
     def verify(self, program: str, tests: Any) -> Verdict:
         return self.verify_batch([program], [tests])[0]

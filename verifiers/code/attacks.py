@@ -7,7 +7,10 @@ process or scan memory: seconds) on the MBPP form through its verifier before it
 anything (dapo_bench.eval.zoo); tests/test_sandbox_forge.py runs every attack against every
 form, in a PID namespace.
 
-The programs run only inside the code verifier's sandbox, like every candidate.
+The programs run only inside the code verifier's sandbox, like every candidate. No module the
+sandbox workers import may import this one at module level (``CodeVerifier.zoo`` imports it when
+called): a program forked from a worker would find the checks of ``FORMS`` in its memory, which
+is what the ``memory_lookup`` attack looks for.
 """
 
 from __future__ import annotations
