@@ -17,7 +17,9 @@ Not here: any framework's own types (no torch, no trl, no verl is imported).
 from __future__ import annotations
 
 import atexit
+import json
 import threading
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from dapo_bench.errors import UserError
@@ -29,9 +31,20 @@ _LOCK = threading.Lock()
 __all__ = ["close_all", "completion_text", "shared_verifier", "verify_completions"]
 
 
+def plain(value: Any) -> Any:
+    """*value* with every mapping a dict and every list-like a list (verl's reward kwargs are
+    OmegaConf containers)."""
+    if isinstance(value, Mapping):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, Sequence) and not isinstance(value, (str, bytes)):
+        return [plain(v) for v in value]
+    return value
+
+
 def shared_verifier(name: str, **options: Any):
     """The process's verifier *name* with *options* (created once; closed at exit)."""
-    key = (name, tuple(sorted(options.items())))
+    options = plain(options)
+    key = (name, json.dumps(options, sort_keys=True, default=str))
     with _LOCK:
         v = _VERIFIERS.get(key)
         if v is None:

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import sys
 import time
 import traceback
@@ -93,10 +94,23 @@ def _flags(body: dict, n: int) -> list[bool]:
     return [not f for f in flags]
 
 
+# end-of-sequence markers a tokenizer decodes with its special tokens kept (OpenRLHF's query):
+# <|eot_id|>, <|im_end|>, <|endoftext|> (Llama-3, Qwen, GPT), DeepSeek's <｜end▁of▁sentence｜>,
+# </s> (Llama-2, Mistral), Gemma's <eos> and <end_of_turn>
+_END_MARKS = re.compile(r"(?:<[|｜][^<>\s]{1,60}[|｜]>|</s>|<eos>|<end_of_turn>)\s*\Z")
+
+
 def strip_prompt(query: str, prompt: str | None) -> str:
     """The response: *query* less its *prompt* prefix (the whole query without a prompt, or
-    when the prompt is not its prefix)."""
-    return query[len(prompt):] if prompt and query.startswith(prompt) else query
+    when the prompt is not its prefix) and less the end-of-sequence markers that end it
+    (``_END_MARKS``; OpenRLHF decodes the query with its special tokens)."""
+    response = query[len(prompt):] if prompt and query.startswith(prompt) else query
+    for _ in range(8):  # a few markers at most (<|im_end|><|endoftext|>)
+        m = _END_MARKS.search(response, max(0, len(response) - 200))
+        if m is None:
+            break
+        response = response[:m.start()]
+    return response
 
 
 def build_app(settings: Settings) -> Starlette:

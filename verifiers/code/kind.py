@@ -6,7 +6,9 @@ A program is the last fenced python block of the completion's text (``extract_co
 whole text without a fence. A HumanEval-style completion may hold only the function's body:
 when the tests name an ``entry_point`` and a prefix is known (the code the model was asked to
 complete: the caller's, else the tests' own ``prompt``), a program that does not define the
-entry point is the prefix followed by it; one that does gets the prefix's import lines.
+entry point is the prefix followed by the body (its indentation kept, fenced or not: a raw
+HumanEval completion starts with an indented line); one that does gets the prefix's import
+lines.
 
 Not here: running programs (``api``), parsing test forms (``formats``).
 """
@@ -26,17 +28,22 @@ _FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)```", re.DOTALL)
 _IMPORT = re.compile(r"(import|from)\s")
 
 
-def extract_code(text: str) -> str:
-    """The last fenced python block of a model response (```python, ```py, or an unlabelled
-    fence when no python one exists); the whole text, stripped, when there is no fence."""
+def _last_block(text: str) -> str | None:
+    """The last fenced python block (```python, ```py, or an unlabelled fence when no python
+    one exists), blank lines around it trimmed; None without a fence."""
     blocks = [(lang.lower(), body) for lang, body in _FENCE.findall(text)]
     py = [b for lang, b in blocks if lang in ("python", "py", "python3")]
     bare = [b for lang, b in blocks if not lang]
-    if py:
-        return py[-1].strip("\n")
-    if bare:
-        return bare[-1].strip("\n")
-    return text.strip()
+    if py or bare:
+        return (py or bare)[-1].strip("\n")
+    return None
+
+
+def extract_code(text: str) -> str:
+    """The last fenced python block of a model response (```python, ```py, or an unlabelled
+    fence when no python one exists); the whole text, stripped, when there is no fence."""
+    block = _last_block(text)
+    return text.strip() if block is None else block
 
 
 def _entry_and_prompt(tests: Any) -> tuple[str | None, str | None]:
@@ -63,7 +70,8 @@ def program_from(text: str, tests: Any = None, prefix: str | None = None) -> str
     if entry is None or prefix is None:
         return program
     if not re.search(rf"^\s*def\s+{re.escape(entry)}\s*\(", program, re.MULTILINE):
-        return prefix + program  # the model wrote the body only
+        block = _last_block(text)  # the body only: its indentation kept, fenced or not
+        return prefix + (text.strip("\n").rstrip() + "\n" if block is None else block)
     imports = [ln for ln in prefix.splitlines() if _IMPORT.match(ln)]
     return "\n".join(imports + [program])
 
