@@ -64,6 +64,9 @@ def test_code_tests_that_do_not_parse_and_wrong_kinds_are_errors():
         code_reward(["print(1)"], tests=[None])
     with pytest.raises(UserError, match=r"tests\[0\]: expected an object or a list, got int"):
         code_reward(["print(1)"], tests=["2"])  # a math gold given to the code reward
+    with pytest.raises(UserError, match=r"tests\[0\]: the test code \(prompt\) does not "
+                                        r"compile: IndentationError"):  # else: bad_test, a 0
+        code_reward(["    return 1"], tests=[dict(HUMANEVAL, prompt="def f(x):\n")])
     with pytest.raises(UserError, match="unknown data_source 'my_set'"):
         compute_score("my_set", "print(3)", ADD)
     with pytest.raises(UserError, match="mapped to 'chess', not a verifier"):

@@ -25,7 +25,7 @@ from typing import Any
 from dapo_bench.verifiers.base import VERIFIERS, Kind, Verdict, completion_text, structured
 from dapo_bench.verifiers.code.compare import stdout_matches, value_matches
 from dapo_bench.verifiers.code.formats import Spec, parse_tests
-from dapo_bench.verifiers.code.kind import impossible_tests, program_from
+from dapo_bench.verifiers.code.kind import check_tests, impossible_tests, program_from
 from dapo_bench.verifiers.code.limits import Limits
 from dapo_bench.verifiers.code.pool import Pool
 
@@ -193,9 +193,7 @@ class CodeVerifier(Kind):
 
     @classmethod
     def check_gold(cls, gold: Any, where: str = "tests") -> None:
-        if gold is None:
-            raise UserError(f"{where} is missing (null)")
-        parse_tests(gold, where)
+        check_tests(gold, where)
 
     @classmethod
     def claims(cls, label: Any) -> bool:

@@ -1,6 +1,7 @@
 """What the code verifier says about its kind (see ``verifiers.base``): how a completion becomes
-the program it runs (:func:`program_from`), what a gold is (tests of any form ``formats`` reads)
-and a gold no program can pass (:func:`impossible_tests`, for canaries).
+the program it runs (:func:`program_from`), what a gold is (:func:`check_tests`: tests of a
+form ``formats`` reads, whose test code compiles) and a gold no program can pass
+(:func:`impossible_tests`, for canaries).
 
 A program is the last fenced python block of the completion's text (``extract_code``), or the
 whole text without a fence. A HumanEval-style completion may hold only the function's body:
@@ -74,6 +75,24 @@ def program_from(text: str, tests: Any = None, prefix: str | None = None) -> str
         return prefix + (text.strip("\n").rstrip() + "\n" if block is None else block)
     imports = [ln for ln in prefix.splitlines() if _IMPORT.match(ln)]
     return "\n".join(imports + [program])
+
+
+def check_tests(tests: Any, where: str = "tests") -> None:
+    """UserError naming *where* for tests that are none: missing, of no form ``formats``
+    reads, or, for assert-based tests, test code (checks, setup, a HumanEval prompt) that does
+    not compile (the checker would fail every program with ``bad_test``: a 0 for all)."""
+    if tests is None:
+        raise UserError(f"{where} is missing (null)")
+    spec = parse_tests(tests, where)
+    if spec.kind != "assert":
+        return
+    for name, src in (("prompt", spec.prompt), ("setup", spec.setup),
+                      *(("check", c) for c in spec.checks)):
+        try:
+            compile(src or "", f"<{name}>", "exec", dont_inherit=True)
+        except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError) as e:
+            raise UserError(f"{where}: the test code ({name}) does not compile: "
+                            f"{type(e).__name__}: {getattr(e, 'msg', None) or e}") from None
 
 
 def _other(value: Any) -> Any:
