@@ -233,11 +233,12 @@ def test_a_bad_request_is_refused_in_one_line(server, path, raw, status, words):
     assert server.post("/verify", {"verifier": "math", "items": MATH[:1]})[0] == 200
 
 
-def test_one_server_grades_both_kinds_by_the_labels_shape(server, tmp_path):
+def test_one_server_grades_both_kinds_by_the_labels_shape(server):
     """OpenRLHF sends no verifier: /get_reward routes each label by its shape (a tests object,
     or JSON of one: code; a string or a number: math), in one request, and every reward is
-    the CLI's verdict on the same item; /get_reward/<verifier> names it; a truncated flag
-    grades a response as cut off (math: only a marked answer counts)."""
+    /verify's verdict on the same item (the CLI's: the test above); /get_reward/<verifier>
+    names it; a truncated flag grades a response as cut off (math: only a marked answer
+    counts)."""
     fenced = "Here:\n```python\n{}\n```"
     math_items = MATH[:4] + [{"prediction": "Counting on: 1, 2, 3, 4", "gold": "4",
                               "finish_reason": "length"}]
@@ -251,9 +252,10 @@ def test_one_server_grades_both_kinds_by_the_labels_shape(server, tmp_path):
             "truncated": [k == 4 for k in order]}
     code, body, _ = server.post("/get_reward", data)
     assert code == 200, body
-    cli = _cli_rows(tmp_path, "math", math_items) + _cli_rows(tmp_path, "code", code_items)
-    assert body["rewards"] == [float(cli[k]["passed"]) for k in order]
-    assert body["reasons"] == [cli[k]["reason"] for k in order]
+    rows = [r for verifier, items in (("math", math_items), ("code", code_items))
+            for r in server.post("/verify", {"verifier": verifier, "items": items})[1]["results"]]
+    assert body["rewards"] == [float(rows[k]["passed"]) for k in order]
+    assert body["reasons"] == [rows[k]["reason"] for k in order]
     assert body["reasons"][order.index(4)] == "truncated"
     assert sorted(body["rewards"]) == [0.0] * 4 + [1.0] * 5
     math_only = {"query": data["query"][:1], "labels": data["labels"][:1]}
