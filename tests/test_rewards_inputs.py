@@ -167,3 +167,41 @@ def test_the_shared_code_verifier_is_safe_under_concurrent_calls():
         t.join(120)
     assert [got[k] for k in range(n)] == ["wrong_answer" if k % 3 == 0 else "ok"
                                           for k in range(n)]
+
+
+def test_a_new_verifier_is_one_registration(monkeypatch):
+    """A Kind subclass registered under a name is a TRL reward and a verl data source's
+    verifier with no other change (its kind: Kind's defaults); a label shape it claims that
+    another verifier claims too is refused, never guessed."""
+    from dapo_bench.verifiers.base import Kind, Verdict
+
+    from dapo_bench.registry import Entry
+    from dapo_bench.rewards import make_reward
+
+    class Exact(Kind):
+        name, version, column = "exact", "0", "target"
+
+        def __init__(self, **options):
+            pass
+
+        @classmethod
+        def claims(cls, label):
+            return isinstance(label, str) and label.startswith("=")
+
+        def verify_batch(self, predictions, golds, finished=None):
+            return [Verdict(p.strip() == g[1:], "ok" if p.strip() == g[1:] else "wrong_answer")
+                    for p, g in zip(predictions, golds)]
+
+        def close(self):
+            pass
+
+    VERIFIERS.names()  # loaded before adding to it
+    monkeypatch.setitem(VERIFIERS._entries, "exact", Entry("exact", Exact))
+    reward = make_reward("exact")
+    assert reward(["cat ", [{"role": "assistant", "content": "dog"}]], target=["=cat", "=cat"]) \
+        == [1.0, 0.0]
+    assert compute_score("pets", "cat", "=cat", sources={"pets": "exact"})["score"] == 1.0
+    with pytest.raises(UserError, match=r"read by several verifiers \(exact, math\); name"):
+        verifier_for_label("=cat")  # the server routes no label two verifiers claim
+    with pytest.raises(UserError, match=r"target\[0\] is missing"):
+        reward(["cat"], target=[None])
