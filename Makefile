@@ -44,13 +44,14 @@ test-vllm:
 	$(VLLM_VENV)/bin/pip install -q -e '.[dev]'
 	$(VLLM_VENV)/bin/python -m pytest -q -m vllm -p no:cacheprovider
 
-# The rewards inside other frameworks' own code (tests marked 'interop', ~1.5 min): verl's reward
-# loop and managers in-process on CPU (a local Ray instance for its 'remote' manager) and
-# OpenRLHF's remote reward client against a real `dapo-bench serve`. Both install with --no-deps
+# The rewards inside other frameworks' own code (tests marked 'interop', ~2 min): verl's reward
+# loop and managers in-process on CPU (a local Ray instance for its 'remote' manager), OpenRLHF's
+# remote reward client against a real `dapo-bench serve`, and TRL's GRPOTrainer grading cut-off
+# completions (trl comes with the dev extra; its plain reward is trained in `make test`). Both install with --no-deps
 # (their full dependencies pull GPU stacks): verl needs ray, tensordict, omegaconf, hydra-core,
 # codetiming and pylatexenc to import; OpenRLHF's client aiohttp and pylatexenc. The versions
 # are the ones docs/rewards.md and docs/serve.md were tested with; not in `make test`, whose CI
-# budget they would break (~40 s to install, ~90 s to run).
+# budget they would break (~40 s to install, ~2 min to run).
 VERL_VERSION ?= 0.9.1
 OPENRLHF_VERSION ?= 0.11.2
 test-interop: install-dev
