@@ -290,9 +290,8 @@ class MathVerifier(Kind):
     version = "3.1"  # 2.1: a cut-off response needs a marked answer; 3.0: issue 31 (docs);
     # 3.1: the final sentence comes before a closing check; a recent answer phrase beats it
     fields = ("prediction", "gold")
-    # its kind (verifiers.base): a completion is its text (Kind.input_from); a gold a string,
-    # number or list of them; maj@k votes on the extracted answer; serving: the fast path in
-    # the workers
+    # its kind (verifiers.base): a completion is its text (Kind's); a gold a string, number or
+    # list of them; maj@k votes on the extracted answer; the server runs the fast path in workers
     column, prediction_types, votes = "answer", (str, int, float), True
     serve_options, worker_module = {"fast_in_workers": True}, "dapo_bench.verifiers.math.serve"
 
