@@ -61,8 +61,10 @@ def serialize_ast_parse() -> None:
 
 
 def infrastructure_error(v: Verdict) -> bool:
-    """Whether the verifying machinery failed (not the candidate): worth one rerun."""
-    return v.infra_error
+    """Whether the verifying machinery failed (not the candidate) in a way worth one rerun: a
+    worker that died. Not a ``timeout``: the item had its whole deadline, and a rerun would
+    answer after twice that."""
+    return v.infra_error and v.reason != "timeout"
 
 
 class _Shared:

@@ -37,7 +37,7 @@ def serve(fd: int) -> None:
     threading.Thread(target=_watch_parent, args=(os.getppid(),), daemon=True).start()
     conn = Connection(fd)
     from dapo_bench.verifiers.math import symbolic  # warm import (sympy, latex2sympy)
-    from dapo_bench.verifiers.math.verifier import fast_many
+    from dapo_bench.verifiers.math.item import fast_many
 
     ops = {"compare": symbolic.full_compare, "fast": fast_many, "ping": lambda: "pong"}
     for g, p in WARM_UP:  # builds the parser's lookahead tables before the first real call

@@ -34,203 +34,35 @@ same answers, in any order.
 
 from __future__ import annotations
 
-import math
 import os
 import threading
-import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from typing import Any
 
-from dapo_bench.verifiers.base import VERIFIERS, Kind, Verdict, short, structured
-from dapo_bench.verifiers.math.check import fast_compare, prepare
-from dapo_bench.verifiers.math.clock import OutOfTime, limit
-from dapo_bench.verifiers.math.extract import (
-    MAX_TEXT,
-    find_answer,
-    gold_answer,
-    last_boxed,
-    last_boxes,
-)
-from dapo_bench.verifiers.math.match import Trace
-from dapo_bench.verifiers.math.normalize import MAX_ANSWER, TooLarge, parse_number
+from dapo_bench.verifiers.base import VERIFIERS, Kind, Verdict, structured
+from dapo_bench.verifiers.math.item import Pending, fast, fast_many, gold_forms, slow, verdict
 from dapo_bench.verifiers.math.probes import ATTACKS, GOLD, decoy_gold
-from dapo_bench.verifiers.math.structure import Node
-from dapo_bench.verifiers.math.worker import Timeout, WorkerDied, WorkerError, WorkerPool
+from dapo_bench.verifiers.math.votes import normalize_answer
+from dapo_bench.verifiers.math.worker import Timeout, WorkerError, WorkerPool
 
 from dapo_bench.errors import UserError
 
 MODES = ("full", "answer")
-MARKED = ("box", "heading", "####", "phrase")  # all a response cut off at the cap is credited for
 SMALL_BATCH = 32  # fewer sympy pairs than this in a batch: no threads, one worker
 SPREAD_MIN = 16  # pairs a batch needs before ``fast_in_workers`` sends its fast path out
 SPREAD_CHUNK = 64  # fewest pairs of a chunk sent to one worker (so a small batch is one trip)
 
 
-def gold_forms(gold: Any, where: str = "gold answer") -> list[str]:
-    """The acceptable forms of *gold* (see the module docstring). A gold that is no gold is a
-    UserError naming *where*: missing (None), empty or blank, ``nan``, a number that is not
-    finite (JSON's ``NaN``, ``1e999``), an empty list, a type other than those above: graded, it
-    would fail every answer, a zero no policy could earn."""
-    if isinstance(gold, (list, tuple)):
-        if not gold:
-            raise UserError(f"{where} is an empty list")
-        return [f for k, g in enumerate(gold) for f in gold_forms(g, f"{where}[{k}]")]
-    if gold is None:
-        raise UserError(f"{where} is missing (null)")
-    if isinstance(gold, bool) or not isinstance(gold, (int, float, str)):
-        raise UserError(f"{where} must be a string, a number or a list of them, got "
-                        f"{type(gold).__name__} {short(gold)}")
-    if isinstance(gold, int):
-        return [str(gold)]
-    if isinstance(gold, float):
-        if not math.isfinite(gold):
-            raise UserError(f"{where} is not a finite number ({gold!r})")
-        return [str(int(gold)) if gold.is_integer() else repr(gold)]
-    if not gold.strip():
-        raise UserError(f"{where} is empty")
-    if gold.strip().lower() == "nan":
-        raise UserError(f"{where} is {gold.strip()!r}: a missing value, not an answer")
-    return [gold]
-
-
-@dataclass
-class _Pending:
-    """A pair the fast path could not settle: the answer, the golds left, time spent so far."""
-
-    ans: str
-    golds: list[str]
-    spent: float
-    how: str
-
-
-def _verdict(passed: bool, reason: str, ans: str | None, seconds: float, how: str,
-             rule: str) -> Verdict:
-    return Verdict(passed, reason, ans, seconds, {"answer_from": how, "rule": rule})
-
-
-def _fast(prediction: Any, gold: Any, mode: str, fallback: bool,
-          finished: bool = True, timeout: float = 5.0) -> Verdict | _Pending:
-    """Extraction, size limits and the sympy-free comparison, in the calling thread, within
-    *timeout* seconds (:mod:`clock`): past it, a ``timeout`` verdict."""
-    t0 = time.perf_counter()
-    forms = gold_forms(gold)
-    text = prediction if isinstance(prediction, str) else ("" if prediction is None
-                                                           else str(prediction))
-    if len(text) > MAX_TEXT:
-        return _verdict(False, "too_large", None, time.perf_counter() - t0, "answer", "too_large")
-    found_by: list = ["answer"]  # how the answer was found, once it is
-    try:
-        with limit(t0 + timeout):
-            return _read(text, forms, mode, fallback, finished, t0, found_by)
-    except OutOfTime:
-        return _verdict(False, "timeout", None, time.perf_counter() - t0, found_by[0],
-                        "deadline passed while reading")
-
-
-def _read(text: str, forms: list[str], mode: str, fallback: bool, finished: bool, t0: float,
-          found_by: list) -> Verdict | _Pending:
-    how = "answer"
-
-    def done(passed: bool, reason: str, ans: str | None = None, rule: str = "") -> Verdict:
-        return _verdict(passed, reason, ans, time.perf_counter() - t0, how, rule or reason)
-
-    if mode == "full":
-        ans, how = find_answer(text, fallback_last_number=fallback)
-        found_by[0] = how
-        if not finished and how not in MARKED:
-            return done(False, "truncated")
-    else:
-        ans = last_boxed(text) or text.strip()
-    if not ans:
-        return done(False, "no_answer")
-    if len(ans) > MAX_ANSWER:
-        return done(False, "too_large", ans[:200])
-    try:
-        pred = prepare(ans)
-        golds = [(g, prepare(g)) for g in (gold_answer(f) for f in forms)]
-    except TooLarge:
-        return done(False, "too_large", ans)
-    pending, trace = [], Trace()
-    for g, node in golds:
-        r = fast_compare(node, pred, trace)
-        if r:
-            return done(True, "ok", ans, trace.rule)
-        if r is None:
-            pending.append(g)
-    if not pending and how == "box":  # the parts of the answer boxed apart
-        parts = _boxed_parts(text, pred, golds)
-        if parts is not None:
-            return done(True, "ok", parts[0], "boxes together: " + parts[1])
-    if not pending:
-        return done(False, "wrong_answer", ans, trace.rule)
-    return _Pending(ans, pending, time.perf_counter() - t0, how)
-
-
-def _boxed_parts(text: str, pred: Node, golds: list) -> tuple[str, str] | None:
-    """A gold list of k values against a response whose last box holds fewer: its last k
-    boxes together (``the maximum is \\boxed{2}`` ... ``the minimum is \\boxed{1}`` for
-    ``1, 2``), decided by the fast path; (answer, rule) when they match."""
-    have = len(pred.items) if pred.kind == "list" else 1
-    for _, node in golds:
-        if node.kind != "list" or len(node.items) <= have:
-            continue
-        ans = last_boxes(text, len(node.items))
-        if ans is None:
-            continue
-        trace = Trace()
-        try:
-            if fast_compare(node, prepare(ans), trace):
-                return ans, trace.rule
-        except TooLarge:
-            return None
-    return None
-
-
-def _slow(p: _Pending, timeout: float, pool: WorkerPool) -> Verdict:
-    """The sympy comparison in a worker, within what the item's fast path left of its
-    *timeout*; that time starts here (so a batch item does not pay for the queue in front of
-    it, only for its own reading)."""
-    t0 = time.perf_counter()
-    reason, deadline, rule = "wrong_answer", t0 + timeout - p.spent, ""
-    for g in p.golds:
-        try:
-            ok, why_not, rule = pool.run("compare", (g, p.ans),
-                                         max(0.0, deadline - time.perf_counter()))
-        except Timeout:
-            reason, rule = "timeout", "timeout"
-            break
-        except WorkerDied:  # the machinery, not the answer: never a plain wrong answer
-            reason, rule = "verifier_error", "worker died"
-            continue
-        except WorkerError:
-            reason = "parse_error" if reason == "wrong_answer" else reason
-            rule = "worker error"
-            continue
-        if ok:
-            return _verdict(True, "ok", p.ans, p.spent + time.perf_counter() - t0, p.how, rule)
-        if why_not and reason == "wrong_answer":
-            reason = why_not
-    return _verdict(False, reason, p.ans, p.spent + time.perf_counter() - t0, p.how, rule)
-
-
 def _check(prediction: Any, gold: Any, mode: str, fallback: bool, timeout: float,
            pool: WorkerPool, finished: bool = True) -> Verdict:
-    r = _fast(prediction, gold, mode, fallback, finished, timeout)
-    return r if isinstance(r, Verdict) else _slow(r, timeout, pool)
-
-
-def fast_many(predictions: Sequence, golds: Sequence, mode: str, fallback: bool,
-              finished: Sequence[bool], timeout: float = 5.0) -> list[Verdict | _Pending]:
-    """The fast path of many pairs, each within *timeout* (also a worker's ``fast`` op)."""
-    return [_fast(p, g, mode, fallback, bool(f), timeout)
-            for p, g, f in zip(predictions, golds, finished)]
+    r = fast(prediction, gold, mode, fallback, finished, timeout)
+    return r if isinstance(r, Verdict) else slow(r, timeout, pool)
 
 
 def _fast_spread(predictions: Sequence, golds: Sequence, mode: str, fallback: bool,
                  finished: Sequence[bool], timeout: float, pool: WorkerPool, workers: int,
-                 ex: ThreadPoolExecutor) -> list[Verdict | _Pending]:
+                 ex: ThreadPoolExecutor) -> list[Verdict | Pending]:
     """:func:`fast_many` in up to *workers* contiguous chunks of at least
     :data:`SPREAD_CHUNK` pairs, each in a worker process (the calling process stays free, e.g.
     for a server's HTTP work; concurrent small batches take a worker each). A chunk whose
@@ -247,7 +79,7 @@ def _fast_spread(predictions: Sequence, golds: Sequence, mode: str, fallback: bo
         try:
             return pool.run("fast", args, 1.0 + timeout * (hi - lo))
         except Timeout:
-            return [_verdict(False, "timeout", None, timeout, "answer", "worker past the deadline")
+            return [verdict(False, "timeout", None, timeout, "answer", "worker past the deadline")
                     for _ in range(lo, hi)]
         except WorkerError:  # WorkerDied is a WorkerError
             return fast_many(*args)
@@ -272,13 +104,13 @@ def _batch(predictions: Sequence, golds: Sequence, mode: str, fallback: bool, ti
                            spread)
     else:
         out = fast_many(predictions, golds, mode, fallback, finished, timeout)
-    idx = [i for i, r in enumerate(out) if isinstance(r, _Pending)]
+    idx = [i for i, r in enumerate(out) if isinstance(r, Pending)]
     if workers <= 1 or len(idx) < SMALL_BATCH:
-        slow = [_slow(out[i], timeout, pool) for i in idx]
+        decided = [slow(out[i], timeout, pool) for i in idx]
     else:
         with ThreadPoolExecutor(max_workers=workers) as ex:
-            slow = list(ex.map(lambda i: _slow(out[i], timeout, pool), idx))
-    for i, v in zip(idx, slow):
+            decided = list(ex.map(lambda i: slow(out[i], timeout, pool), idx))
+    for i, v in zip(idx, decided):
         out[i] = v
     return out
 
@@ -421,38 +253,3 @@ class MathVerifier(Kind):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def normalize_answer(ans: str) -> str:
-    """A canonical key for majority voting: equal keys for simple equivalent answers
-    (``\\frac12``, ``0.5``, ``1/2`` -> ``1/2``; ``50\\%`` -> ``50``; sets sorted; ``x=3`` ->
-    ``3``). No sympy, bounded by the size limits; expressions keep their cleaned spelling."""
-    if not isinstance(ans, str):
-        ans = "" if ans is None else str(ans)
-    try:
-        return _key(prepare(ans))
-    except TooLarge:
-        return ans.strip()[:200]
-
-
-def _key(n: Node) -> str:
-    if n.kind == "leaf":
-        num = parse_number(n.text)
-        if num is not None:
-            return str(num.value)
-        return n.text.lower() if n.text.isalpha() and len(n.text) >= 4 else n.text
-    if n.kind == "eq" or (n.kind == "eqn" and n.var in ("chain", "named")):
-        return _key(n.items[-1])
-    if n.kind in ("eqn", "rel"):
-        return n.src
-    if n.kind == "choice":
-        return n.text
-    keys = [_key(c) for c in n.items]
-    if n.kind in ("tuple", "labelled"):
-        brackets = n.text or "()"
-        return brackets[0] + ",".join(keys) + brackets[1]
-    if n.kind == "ratio":
-        return ":".join(keys)
-    if n.kind == "matrix":
-        return "matrix[" + ";".join(keys) + "]"
-    return ("U" if n.kind == "union" else "") + "{" + ",".join(sorted(keys)) + "}"
