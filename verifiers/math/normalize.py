@@ -122,6 +122,7 @@ def clean(s: str) -> str:
     s = _WS_RUN.sub(" ", _DELIMS.sub(" ", s))  # single spaces keep the regexes below linear
     m = _INTEGERS.search(s, max(0, len(s) - 160))  # (the tail only: linear on any answer)
     s = _STRAY_BACKSLASH.sub("", s[:m.start()] if m else s)
+    s = _first_of_equivalents(s)
     for pat, rep in _SUBS:
         s = pat.sub(rep, s)
     s = s.strip()
@@ -138,6 +139,19 @@ def clean(s: str) -> str:
     if _THOUSANDS.match(s):
         s = s.replace(",", "").replace(" ", "")
     return _DIGIT_SPACE.sub(", ", s)
+
+
+_EQUIVALENTLY = re.compile(r"(?:,|;|\(|\\text\{|\\quad|\s)*(?:\bor\s+)?\bequivalently\b", re.IGNORECASE)
+
+
+def _first_of_equivalents(s: str) -> str:
+    """``\\frac12, or equivalently 0.5``: one answer written two ways is its first way (never
+    the list of both)."""
+    k = s.lower().find("equivalently")
+    if k < 0:
+        return s
+    m = _EQUIVALENTLY.search(s, max(0, k - 40))
+    return s[:m.start()].rstrip() if m and m.start() > 0 else s
 
 
 def strip_unit(s: str) -> str:

@@ -1,0 +1,99 @@
+"""Answer shapes of math verifier 4.0 (issue 42), each family with right and wrong answers, so a
+rule that passes everything fails here. Rows: (response, gold, passed). The shapes follow the
+conventions of the public sources they come from (named in each family): competition answer
+keys state a named quantity's value (AIME/AoPS "m+n=37"), MATH writes solution sets sorted and
+intervals in interval notation, OlympiadBench asks several quantities in one problem (its
+``is_multiple_answer``), and trigonometric solution families carry their integer parameter.
+"""
+
+import pytest
+from dapo_bench.verifiers.math import MathVerifier
+
+T, F = True, False
+
+SHAPES = {
+    # competition keys and solutions state what a named quantity is: the value is the answer;
+    # an equation in one unknown is an equation to solve, never its right side
+    "named_quantity": [
+        ("\\boxed{|r-s| = 16}", "16", T), ("\\boxed{E(2020, 1993) = 76}", "76", T),
+        ("So $\\boxed{x + y = 4027}$.", "4027", T), ("\\boxed{x + y = 4027}", "4026", F),
+        ("\\boxed{m+n=37}", "37", T), ("\\boxed{a_1 + a_2 = 5}", "5", T),
+        ("\\boxed{x^2 = 4}", "4", F), ("\\boxed{2x+1 = 9}", "9", F),
+        ("The circle is $x^2 + y^2 = 13$.", "x^2+y^2=13", T),
+        ("So the circle is x^2 + y^2 = 13.", "x^2 + y^2 = 13", T),
+        ("\\boxed{13}", "x^2+y^2=13", F), ("\\boxed{x^2 + y^2 = 12}", "x^2+y^2=13", F),
+    ],
+    # a bare gold list: a set of values when written sorted (MATH's solution sets), the values
+    # asked in order when not ("T(10), T(11), T(12)"); a tuple in parentheses may list them
+    "lists_and_tuples": [
+        ("\\boxed{(1, 2, 3)}", "1, 2, 3", T), ("\\boxed{(3, 2, 1)}", "1,2,3", T),
+        ("\\boxed{(1, 2, 4)}", "1,2,3", F), ("\\boxed{[1, 2]}", "1, 2", F),
+        ("\\boxed{2, 4, 3}", "2,4,3", T), ("\\boxed{(2, 4, 3)}", "2, 4, 3", T),
+        ("\\boxed{2, 3, 4}", "2,4,3", F), ("\\boxed{-2, 1, 3}", "3, -2, 1", F),
+        ("\\boxed{3, -2, 1}", "-2, 1, 3", T),
+        ("\\boxed{\\pm 1, \\pm 7}", "1, -1, 7, -7", T), ("\\boxed{\\pm 1, 7}", "1,-1,7,-7", F),
+    ],
+    # a relation solved for one variable and its interval are the same set, both ways
+    "intervals_and_relations": [
+        ("\\boxed{\\frac12 \\le x \\le 8}", "[\\frac12, 8]", T),
+        ("\\boxed{\\frac12 < x \\le 8}", "[\\frac12, 8]", F),
+        ("\\boxed{k < -5}", "(-\\infty,-5)", T), ("\\boxed{k \\le -5}", "(-\\infty, -5)", F),
+        ("\\boxed{x^2 < 4}", "(-2, 2)", F), ("\\boxed{(-2, 2)}", "-2 < x < 2", T),
+    ],
+    # a ratio of two parts is the fraction it makes; a time is not
+    "ratios": [
+        ("\\boxed{1:2}", "\\frac12", T), ("\\boxed{2:1}", "\\frac{1}{2}", F),
+        ("The ratio is $\\boxed{3:4}$.", "0.75", T), ("\\boxed{12:00}", "12", F),
+    ],
+    # OlympiadBench-style problems ask for several quantities; solutions box each in its own
+    # sentence (the last k boxes together, for a gold of k values)
+    "parts_boxed_apart": [
+        ("The maximum value is $\\boxed{2}$ and the minimum value is $\\boxed{1}$.", "1, 2", T),
+        ("The maximum is $\\boxed{2}$.\n\nThe minimum is $\\boxed{1}$.", "1,2", T),
+        ("The maximum is $\\boxed{2}$.\n\nThe minimum is $\\boxed{3}$.", "1,2", F),
+        ("The maximum is $\\boxed{2}$.\n\nThe minimum is $\\boxed{1}$.", "1", T),
+        ("First $\\boxed{2}$, then $\\boxed{1}$.", "1", F),  # joined: a hedge, a list
+    ],
+    # one answer said two ways is one answer; the count a final sentence opens with is its
+    # answer when the math after it only says what the counted things do
+    "said_twice_or_counted": [
+        ("The answer is $\\frac{1}{2}$, or equivalently $0.5$.", "\\frac12", T),
+        ("\\boxed{\\frac12 \\text{, or equivalently } 0.5}", "0.5", T),
+        ("\\boxed{\\frac13 \\text{, or equivalently } 0.5}", "0.5", F),
+        ("Therefore, 20 workers are needed to produce \\(\\frac{720}{K}\\) widgets.", "20", T),
+        ("Therefore, 20 workers are needed to produce \\(\\frac{720}{K}\\) widgets.", "720", F),
+    ],
+    # LaTeX slips: a backslash before digits (a dropped "$"), a family of solutions with its
+    # integer parameter stated after it
+    "latex_slips": [
+        ("\\boxed{\\15}", "15", T), ("\\boxed{\\16}", "15", F),
+        ("\\boxed{x = \\frac{\\pi}{4} + k\\pi \\text{ for } k \\in \\mathbb{Z}}",
+         "\\frac{\\pi}{4}+k\\pi", T),
+        ("\\boxed{\\frac{\\pi}{4} + 2k\\pi, k \\in \\mathbb{Z}}", "\\frac{\\pi}{4}+k\\pi", F),
+        ("\\boxed{2k\\pi \\text{ for any integer } k}", "2k\\pi", T),
+    ],
+    # 2.x passed these and 3.x did not (issue 42's regressions)
+    "regressions": [
+        ("So the answer is \\boxed{\\text{No}}.", "no", T), ("\\boxed{\\text{Yes}}", "no", F),
+        ("\\boxed{\\text{odd}}", "Odd", T), ("\\boxed{ab}", "AB", F),
+        ("So \\boxed{12}.\n\n## Answer\n\n##", "12", T),
+        ("So \\boxed{12}.\n\n## Answer\n\n**13**", "12", F),
+    ],
+}
+
+
+@pytest.fixture(scope="module")
+def verifier():
+    v = MathVerifier(timeout=20.0, workers=1)
+    yield v
+    v.close()
+
+
+@pytest.mark.parametrize("family", sorted(SHAPES))
+def test_shape_family(verifier, family):
+    rows = SHAPES[family]
+    assert {passed for *_, passed in rows} == {True, False}  # right and wrong in every family
+    got = verifier.verify_batch([r[0] for r in rows], [r[1] for r in rows])
+    wrong = [(text[-50:], gold, passed, v.extracted, v.details["rule"])
+             for (text, gold, passed), v in zip(rows, got) if v.passed is not passed]
+    assert wrong == []
