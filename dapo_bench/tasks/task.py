@@ -8,7 +8,15 @@
 ``score`` turns each completion into the verifier's prediction: math tasks pass the full text
 (the math verifier extracts the answer), code tasks extract the last fenced code block (and, for
 HumanEval-style tasks, complete the program with the prompt when the model wrote only a body).
-``vote_key`` gives the normalised answer maj@k votes on.
+``vote_key`` gives the normalised answer maj@k votes on. ``messages`` gives a chat task's
+turns for a server that applies the chat template itself (``--backend openai --api chat``).
+
+**Thinking** (one rule, every backend, eval and training rewards alike, :func:`answer_text`):
+the verifier reads a completion's answer, never its thinking. Text up to the last ``</think>``
+is thinking and the answer is what follows it; a completion that opens ``<think>`` and never
+closes it was cut off while thinking and has no answer (the verifier reads ""); a completion
+without the tags is read whole. Thinking a server returns apart (``reasoning_content``) is
+kept in the sample's ``reasoning`` and never reaches the verifier either.
 
 Not covered: generation (dapo_bench.generation) and metrics (dapo_bench.eval.metrics).
 """
@@ -30,6 +38,15 @@ from dapo_bench.tasks.spec import TASKS, TaskSpec, resolve_template
 from dapo_bench.verifiers.base import Verdict, Verifier
 
 _FIELD = re.compile(r"\{(\w+)\}")
+THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
+
+
+def answer_text(text: str) -> str:
+    """What the verifier reads of a completion (the thinking rule of the module doc)."""
+    k = text.rfind(THINK_CLOSE)
+    if k >= 0:
+        return text[k + len(THINK_CLOSE):]
+    return "" if text.lstrip().startswith(THINK_OPEN) else text
 
 
 @dataclass(frozen=True)
@@ -42,6 +59,13 @@ class Problem:
     solution: str | None = None  # the spec's worked gold solution (SFT's target), if it has one
     row_hash: str = ""  # rows_digest of the source row: a resumed eval reuses a sample only
     # when the row it was made from is the same
+
+
+def check_chat(spec: TaskSpec) -> None:
+    """A task whose prompt is a chat (``messages``); a raw-text prompt is a UserError."""
+    if spec.prompt.style == "raw":
+        raise UserError(f"task {spec.name}: its prompt is raw text, not a chat; a server's chat "
+                        f"endpoint would wrap it in a template: use --api completions")
 
 
 def fill(template: str, values: dict[str, Any]) -> str:
@@ -71,23 +95,29 @@ class Task:
         template (system merged into the user turn when the template rejects a system role);
         without a tokenizer or chat template they fall back to ``system\\n\\nuser\\n``."""
         p = self.spec.prompt
-        values = {"question": problem.question, **problem.extra}
         if p.style == "raw":
-            return fill(resolve_template(p, self.spec.spec_path), values)
-        user = fill(p.user, values)
-        system = fill(p.system, values) if p.system else None
+            return fill(resolve_template(p, self.spec.spec_path),
+                        {"question": problem.question, **problem.extra})
+        msgs = self.messages(problem)
         if tokenizer is None or not getattr(tokenizer, "chat_template", None):
-            return (f"{system}\n\n" if system else "") + user + "\n"
-        msgs = ([{"role": "system", "content": system}] if system else []) + [
-            {"role": "user", "content": user}
-        ]
+            return "\n\n".join(m["content"] for m in msgs) + "\n"
         try:
             return tokenizer.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True)
         except Exception:
-            if not system:
+            if len(msgs) == 1:
                 raise
-            merged = [{"role": "user", "content": f"{system}\n\n{user}"}]
+            merged = [{"role": "user", "content": "\n\n".join(m["content"] for m in msgs)}]
             return tokenizer.apply_chat_template(merged, tokenize=False, add_generation_prompt=True)
+
+    def messages(self, problem: Problem) -> list[dict[str, str]]:
+        """A chat-style spec's turns for ``problem``: the system turn (if the spec has one) and
+        the user turn, what ``prompt`` renders through the chat template."""
+        check_chat(self.spec)
+        p = self.spec.prompt
+        values = {"question": problem.question, **problem.extra}
+        system = fill(p.system, values) if p.system else None
+        return ([{"role": "system", "content": system}] if system else []) + [
+            {"role": "user", "content": fill(p.user, values)}]
 
     def make_verifier(self, **overrides: Any) -> Verifier:
         """A new instance of the spec's verifier with its options (overrides win); the caller
@@ -114,6 +144,8 @@ class Task:
             v.close()
 
     def prediction(self, text: str, problem: Problem) -> str:
+        """What the verifier reads: the answer (:func:`answer_text`); code: its program."""
+        text = answer_text(text)
         if self.spec.answer == "math":
             return text
         from dapo_bench.verifiers.code import extract_code
