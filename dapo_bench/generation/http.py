@@ -13,12 +13,14 @@ backoff, a per-request timeout, and what went wrong counted.
   fragment. The API key is a header only and never leaves this module; :meth:`Client.scrub`
   blanks it out of any text a server sends back (an error message that quotes it).
 - A stop event ends waits at once (the caller gives up on the rest after a fatal error).
+- :func:`in_flight` runs the calls, at most ``concurrency`` at a time, in daemon threads.
 
 Not covered: streaming (SSE), HTTP/2, proxies other than httpx's environment defaults.
 """
 
 from __future__ import annotations
 
+import queue
 import random
 import threading
 from collections import Counter
@@ -155,3 +157,36 @@ def _retry_after(value: str | None) -> float | None:
         return min(RETRY_AFTER_MAX, max(0.0, float(value))) if value else None
     except ValueError:
         return None
+
+
+def in_flight(fn, items: list, concurrency: int) -> list:
+    """``[fn(x) for x in items]``, at most ``concurrency`` at a time in daemon threads (a
+    Ctrl-C in the caller does not wait for requests in flight); the first exception a call
+    raised is raised after all have ended."""
+    todo: queue.SimpleQueue = queue.SimpleQueue()
+    for k in range(len(items)):
+        todo.put(k)
+    out: list = [None] * len(items)
+    errors: list[BaseException] = []
+    finished = threading.Semaphore(0)
+
+    def worker() -> None:
+        while True:
+            try:
+                k = todo.get_nowait()
+            except queue.Empty:
+                return
+            try:
+                out[k] = fn(items[k])
+            except BaseException as e:  # noqa: BLE001 - handed to the caller below
+                errors.append(e)
+            finally:
+                finished.release()
+
+    for _ in range(min(concurrency, len(items))):
+        threading.Thread(target=worker, daemon=True).start()
+    for _ in items:
+        finished.acquire()
+    if errors:
+        raise errors[0]
+    return out

@@ -46,7 +46,6 @@ import json
 import os
 import threading
 from collections import Counter
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -61,7 +60,7 @@ from dapo_bench.generation.base import (
     cut_at_stop,
     row_seed,
 )
-from dapo_bench.generation.http import Client, Failure, Rejected, redact_url
+from dapo_bench.generation.http import Client, Failure, Rejected, in_flight, redact_url
 from dapo_bench.io import JsonlAppender, iter_jsonl
 
 APIS = {"chat": "/chat/completions", "completions": "/completions"}
@@ -262,8 +261,11 @@ class OpenAIGenerator(Generator):
                     return i, None
                 return i, Completion("", 0, "error", error=f"{e.cause}: {e}")
 
-        with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
-            done = list(pool.map(run, jobs))
+        try:
+            done = in_flight(run, jobs, self.concurrency)
+        except BaseException:  # Ctrl-C: waits end now; the workers are daemons
+            self._client.stop.set()
+            raise
         if fatal:
             self._client.stop.clear()
             e = fatal[0]
