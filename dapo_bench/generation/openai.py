@@ -18,7 +18,7 @@ TGI, ``transformers serve``, a hosted API), over HTTP, text in and text out.
   the in-process backends' are); any other reason is ``"stop"``; the server's own word is kept
   in ``Completion.meta``.
 - **Thinking**: a ``reasoning_content`` (or ``reasoning``) field of a chat answer is kept apart
-  as ``Completion.reasoning``; the verifier never reads it (``tasks.task.answer_text`` is the
+  as ``Completion.reasoning``; the verifier never reads it (``verifiers.base.answer_text`` is the
   one rule for thinking written into the text).
 - **Faults.** ``concurrency`` requests in flight; retries, backoff and the per-request timeout
   are ``generation.http``'s. A request that fails for good is a completion with ``error`` set:

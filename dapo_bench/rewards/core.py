@@ -69,8 +69,12 @@ def completion_text(completion: Any, where: str = "completion") -> str:
 
 
 def prediction(verifier: str, text: str) -> str:
-    """What the verifier is given for a response: math reads the whole response (it finds the
-    answer); code runs the last fenced python block (``extract_code``), or the whole text."""
+    """What the verifier is given for a response: its answer, not its thinking
+    (``verifiers.base.answer_text``); math reads the whole answer (it finds the answer in it);
+    code runs the last fenced python block (``extract_code``), or the whole text."""
+    from dapo_bench.verifiers.base import answer_text
+
+    text = answer_text(text)
     if verifier == "code":
         from dapo_bench.verifiers.code import extract_code
 

@@ -11,12 +11,10 @@ HumanEval-style tasks, complete the program with the prompt when the model wrote
 ``vote_key`` gives the normalised answer maj@k votes on. ``messages`` gives a chat task's
 turns for a server that applies the chat template itself (``--backend openai --api chat``).
 
-**Thinking** (one rule, every backend, eval and training rewards alike, :func:`answer_text`):
-the verifier reads a completion's answer, never its thinking. Text up to the last ``</think>``
-is thinking and the answer is what follows it; a completion that opens ``<think>`` and never
-closes it was cut off while thinking and has no answer (the verifier reads ""); a completion
-without the tags is read whole. Thinking a server returns apart (``reasoning_content``) is
-kept in the sample's ``reasoning`` and never reaches the verifier either.
+**Thinking**: ``prediction`` first keeps a completion's answer, never its thinking
+(``verifiers.base.answer_text``, the one rule that eval, training rewards and the reward
+functions of ``dapo_bench.rewards`` share). Thinking a server returns apart
+(``reasoning_content``) is kept in the sample's ``reasoning`` and never reaches the verifier.
 
 Not covered: generation (dapo_bench.generation) and metrics (dapo_bench.eval.metrics).
 """
@@ -35,18 +33,9 @@ from dapo_bench.io import rows_digest
 from dapo_bench.tasks.golds import make_gold
 from dapo_bench.tasks.sources import load_rows
 from dapo_bench.tasks.spec import TASKS, TaskSpec, resolve_template
-from dapo_bench.verifiers.base import Verdict, Verifier
+from dapo_bench.verifiers.base import Verdict, Verifier, answer_text
 
 _FIELD = re.compile(r"\{(\w+)\}")
-THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
-
-
-def answer_text(text: str) -> str:
-    """What the verifier reads of a completion (the thinking rule of the module doc)."""
-    k = text.rfind(THINK_CLOSE)
-    if k >= 0:
-        return text[k + len(THINK_CLOSE):]
-    return "" if text.lstrip().startswith(THINK_OPEN) else text
 
 
 @dataclass(frozen=True)
