@@ -4,7 +4,8 @@
 thread) and waits until its ``/health`` answers (a real condition, bounded by a guard); it is
 ended by its pid only. :class:`FaultProxy` sits in front of it: each distinct request body gets
 the fault its plan names on its first try (429, 500, ``slow``: held past the client's timeout,
-``drop``: the connection closed with no answer, ``fail``: 500 on every try) and is forwarded
+``drop``: the connection closed with no answer, ``abort``: a 200 whose finish_reason says the
+server gave up, ``fail``: 500 on every try) and is forwarded
 to the real server otherwise, so which faults happen does not depend on timing. It can also
 demand an API key. The main path of the tests is the real server; the proxy only adds faults.
 """
@@ -139,6 +140,9 @@ class FaultProxy:
             self.release.wait(120)  # past the client's timeout; then no answer at all
             h.close_connection = True
             return None
+        if fault == "abort":  # a 200 with no answer (vLLM's finish_reason under pressure)
+            return _send(h, 200, b'{"choices": [{"index": 0, "text": "", "message": '
+                         b'{"role": "assistant", "content": ""}, "finish_reason": "abort"}]}')
         if fault == "drop":
             h.close_connection = True  # nothing written: the client sees the connection close
             return None

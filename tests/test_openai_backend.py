@@ -1,7 +1,8 @@
 """``--backend openai`` against a real server: ``transformers serve`` on loopback serving the
 shipped arith policy (a real transformers model; generation takes milliseconds), through
 ``/v1/completions`` with the prompt rendered here. Beside it, a fault-injecting proxy
-(``tests/_served.FaultProxy``) for 429, 500, a timeout and a dropped connection; a server
+(``tests/_served.FaultProxy``) for 429, 500, a timeout, a dropped connection and an aborted
+answer; a server
 killed mid-eval; and the API key, which no file of the run may contain.
 
 The chat endpoint with a real instruct model (SmolLM2) is tests/test_openai_chat.py.
@@ -83,7 +84,7 @@ def test_served_equals_in_process_and_records_the_server(server, reference, tmp_
 
 
 def test_faults_are_retried_and_counted_and_change_nothing(server, reference, tmp_path):
-    proxy = FaultProxy(server.url, plan=["429", "500", "slow", "drop"])
+    proxy = FaultProxy(server.url, plan=["429", "500", "slow", "drop", "abort"])
     gen = served(proxy.url, concurrency=2, timeout=10, max_retries=3, backoff=0.05)
     try:
         res = evaluate(gen, ["arith"], run_dir=tmp_path / "r", **COMMON)
@@ -93,9 +94,10 @@ def test_faults_are_retried_and_counted_and_change_nothing(server, reference, tm
     assert texts(tmp_path / "r") == reference[1]
     assert res["tasks"]["arith"]["metrics"] == reference[0]["tasks"]["arith"]["metrics"]
     assert "infra_errors" not in res["tasks"]["arith"]
-    assert proxy.faults == {"429": 1, "500": 1, "slow": 1, "drop": 1}
+    assert proxy.faults == {"429": 1, "500": 1, "slow": 1, "drop": 1, "abort": 1}
     retried = res["server"]["requests"]["retried"]
     assert retried["http_429"] == 1 and retried["http_500"] == 1 and retried["dropped"] == 1
+    assert retried["aborted"] == 1
     assert retried["timeout"] >= 1 and res["server"]["requests"]["failed"] == {}
 
 

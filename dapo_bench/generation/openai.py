@@ -15,8 +15,8 @@ TGI, ``transformers serve``, a hosted API), over HTTP, text in and text out.
   greedy), ``stop``; the
   stop string is cut from the text here too (``transformers serve`` leaves it in). A
   ``finish_reason`` of ``length`` is a completion cut at the cap (``"length"``, verified as
-  the in-process backends' are); any other reason is ``"stop"``; the server's own word is kept
-  in ``Completion.meta``.
+  the in-process backends' are); ``abort``/``error`` is no answer (retried like a 5xx); any
+  other reason is ``"stop"``; the server's own word is kept in ``Completion.meta``.
 - **Thinking**: a ``reasoning_content`` (or ``reasoning``) field of a chat answer is kept apart
   as ``Completion.reasoning``; the verifier never reads it (``verifiers.base.answer_text`` is the
   one rule for thinking written into the text).
@@ -65,6 +65,7 @@ from dapo_bench.io import JsonlAppender, iter_jsonl
 
 APIS = {"chat": "/chat/completions", "completions": "/completions"}
 KEY_ENV = "OPENAI_API_KEY"
+ABORTED = ("abort", "error")  # a 200 whose generation the server gave up (vLLM under pressure)
 
 
 class ServerUnavailable(RunStopped):
@@ -308,6 +309,17 @@ class OpenAIGenerator(Generator):
                 self.stats["from_log"] += 1
         else:
             answer = self._answer(self._client.post_json(APIS[self.api], body))
+            tries = 0
+            while answer["finish_reason"] in ABORTED:  # the server gave up on it: no answer
+                if tries >= self._client.max_retries:
+                    with self._lock:
+                        self._client.failures["aborted"] += 1
+                    raise Failure("aborted", f"finish_reason {answer['finish_reason']!r} "
+                                  f"(after {tries + 1} tries)")
+                tries += 1
+                with self._lock:
+                    self._client.retries["aborted"] += 1
+                answer = self._answer(self._client.post_json(APIS[self.api], body))
             with self._lock:
                 self.stats["answered"] += 1
                 if self._log is not None:
