@@ -11,7 +11,8 @@ backoff, a per-request timeout, and what went wrong counted.
 - ``Client.retries`` and ``Client.failures`` count causes (thread-safe).
 - :func:`redact_url` is the base URL as files may show it: no user, password, query or
   fragment. The API key is a header only and never leaves this module; :meth:`Client.scrub`
-  blanks it out of any text a server sends back (an error message that quotes it).
+  blanks it (and a password in the URL) out of any text handed on (an error message that
+  quotes it).
 - A stop event ends waits at once (the caller gives up on the rest after a fatal error).
 - :func:`in_flight` runs the calls, at most ``concurrency`` at a time, in daemon threads.
 
@@ -79,7 +80,8 @@ class Client:
 
         self._httpx = httpx
         self.base_url = base_url.rstrip("/")
-        self._key = key
+        # what no text this client hands on may contain: the key, a password in the URL
+        self._secrets = [x for x in (key, urlsplit(base_url).password) if x]
         self.max_retries, self.backoff = max_retries, backoff
         headers = {"Authorization": f"Bearer {key}"} if key else {}
         self._http = httpx.Client(
@@ -93,8 +95,10 @@ class Client:
         self.stop = threading.Event()
 
     def scrub(self, text: str) -> str:
-        """``text`` with the API key blanked out."""
-        return text.replace(self._key, "***") if self._key and self._key in text else text
+        """``text`` with the API key (and a password the URL carries) blanked out."""
+        for secret in self._secrets:
+            text = text.replace(secret, "***")
+        return text
 
     def get_json(self, path: str) -> Any:
         """One GET, no retry (a probe); raises ``httpx.HTTPError`` or :class:`Rejected`."""
