@@ -109,3 +109,13 @@ def test_reasoning_content_is_kept_apart_and_never_verified(tmp_path):
     rows = read_jsonl(tmp_path / "r" / "samples.jsonl")
     assert all(r["samples"][0]["reasoning"].startswith("so \\boxed{") for r in rows)
     assert res["metrics"]["acc"]["value"] == 0.0  # the right answer was only in the thinking
+
+
+def test_files_get_the_url_without_credentials_and_texts_lose_the_secrets():
+    from dapo_bench.generation.http import Client, redact_url
+
+    assert redact_url("https://me:pw9@host:8443/v1/?key=k#x") == "https://host:8443/v1"
+    c = Client("http://me:pw9@127.0.0.1:1/v1", key="sk-k1", concurrency=1, timeout=1,
+               max_retries=0, backoff=0)
+    assert c.scrub("Incorrect API key sk-k1 for me:pw9") == "Incorrect API key *** for me:***"
+    c.close()
