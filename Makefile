@@ -2,7 +2,7 @@
 PY ?= python3
 export PIP_DISABLE_PIP_VERSION_CHECK = 1
 
-.PHONY: install install-dev demo test test-vllm lint
+.PHONY: install install-dev demo test test-vllm test-interop lint
 
 install:
 	$(PY) -m pip install -q torch==2.13.0
@@ -36,7 +36,7 @@ demo: install
 # (tests/test_openai_vllm.py, 2.5 min at load 8).
 UNSHARE = unshare $(if $(filter 0,$(shell id -u)),,--user --map-root-user) --pid --fork --mount-proc
 test: install-dev
-	$(PY) -m pytest -q -m "not hostile and not slow"
+	$(PY) -m pytest -q -m "not hostile and not slow and not interop"
 	$(UNSHARE) $(PY) -m pytest -q -m hostile -p no:cacheprovider
 
 VLLM_VENV ?= .venv-vllm
@@ -47,6 +47,22 @@ test-vllm:
 	$(VLLM_VENV)/bin/pip uninstall -q -y torchvision torchaudio torchcodec
 	$(VLLM_VENV)/bin/pip install -q -e '.[dev]'
 	$(VLLM_VENV)/bin/python -m pytest -q -m vllm -p no:cacheprovider
+
+# The rewards inside other frameworks' own code (tests marked 'interop', ~2 min): verl's reward
+# loop and managers in-process on CPU (a local Ray instance for its 'remote' manager), OpenRLHF's
+# remote reward client against a real `dapo-bench serve`, and TRL's GRPOTrainer grading cut-off
+# completions (trl comes with the dev extra; its plain reward is trained in `make test`). Both install with --no-deps
+# (their full dependencies pull GPU stacks): verl needs ray, tensordict, omegaconf, hydra-core,
+# codetiming and pylatexenc to import; OpenRLHF's client aiohttp and pylatexenc. The versions
+# are the ones docs/rewards.md and docs/serve.md were tested with; not in `make test`, whose CI
+# budget they would break (~40 s to install, ~2 min to run).
+VERL_VERSION ?= 0.9.1
+OPENRLHF_VERSION ?= 0.11.2
+test-interop: install-dev
+	$(PY) -m pip install -q --no-deps verl==$(VERL_VERSION) openrlhf==$(OPENRLHF_VERSION)
+	$(PY) -m pip install -q ray==2.60.0 tensordict==0.10.0 omegaconf==2.3.1 hydra-core==1.3.8 \
+		codetiming==1.4.0 pylatexenc==2.11 aiohttp==3.14.5
+	$(PY) -m pytest -q -m interop -p no:cacheprovider
 
 lint:
 	$(PY) -m ruff check dapo_bench verifiers tests bench

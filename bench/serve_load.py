@@ -98,6 +98,9 @@ def attack_items() -> list[dict]:
     return out + [{"program": p, "tests": NEVER} for p in hostile]
 
 
+POOL_VERIFIER = {"math": "math", "code": "code", "attack": "code"}  # data: who grades a pool
+
+
 def reference(tmp: Path, verifier: str, items: list[dict], workers: int) -> list[dict]:
     src = tmp / f"{verifier}.jsonl"
     src.write_text("".join(json.dumps(it) + "\n" for it in items))
@@ -228,7 +231,7 @@ def main() -> None:
              "attack": attack_items() if a.attacks else []}
     tmp = Path(tempfile.mkdtemp(prefix="serve-load-"))
     t0 = time.perf_counter()
-    ref = {name: reference(tmp, "math" if name == "math" else "code", items, a.workers)
+    ref = {name: reference(tmp, POOL_VERIFIER[name], items, a.workers)
            for name, items in pools.items() if items}
     print(f"reference (dapo-bench verify): {sum(map(len, ref.values()))} distinct items in "
           f"{time.perf_counter() - t0:.1f}s; attacks passed by the CLI: "

@@ -1,6 +1,23 @@
-"""Fixtures shared by several test modules."""
+"""Fixtures shared by several test modules, and the versions the run resolved (in its header)."""
 
 import pytest
+
+HEADER_PACKAGES = ("pytest", "torch", "transformers", "trl", "deepspeed", "sympy",
+                   "math-verify", "tensorboard", "wandb", "starlette", "uvicorn")
+
+
+def pytest_report_header(config) -> str:
+    """The versions of the packages whose releases change what the suite sees, at the top of
+    every run's log (CI installs into a fresh venv: the log says what it resolved)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    def one(name: str) -> str:
+        try:
+            return f"{name} {version(name)}"
+        except PackageNotFoundError:
+            return f"{name} (not installed)"
+
+    return "versions: " + ", ".join(one(n) for n in HEADER_PACKAGES)
 
 
 def _tiny_char_llama(tmp_path_factory, seed: int) -> str:

@@ -71,7 +71,7 @@ CASES = [
     ("eval --tasks arith --model {d}/nomodel --out {d}/runs", "not a model directory"),
     # verify: math and code name FILE:LINE alike; --out checked before the work
     ("verify {d}/pred_list.jsonl", "pred_list.jsonl:1: field 'prediction' must be a string"),
-    ("verify {d}/gold_null.jsonl", "gold_null.jsonl:1: field 'gold' must be a string"),
+    ("verify {d}/gold_null.jsonl", "gold_null.jsonl:1: field 'gold' is missing (null)"),
     ("verify --verifier code {d}/code_bad.jsonl", "code_bad.jsonl:1: field 'tests'"),
     ("verify {d}/binary.jsonl", "binary.jsonl:2: not UTF-8 text"),
     ("verify {d}", "not a regular file"),

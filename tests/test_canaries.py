@@ -12,10 +12,12 @@ import json
 
 import pytest
 import torch
+from dapo_bench.verifiers.code.kind import impossible_tests
+from dapo_bench.verifiers.math.probes import decoy_gold
 from test_budget import TINY
 
 from dapo_bench.errors import UserError
-from dapo_bench.methods.canaries import decoy_gold, impossible_tests, make_canaries
+from dapo_bench.methods.canaries import make_canaries
 from dapo_bench.run import RunOptions, run_training
 from dapo_bench.tasks import load_task
 

@@ -16,7 +16,8 @@ import re
 
 import pytest
 import torch
-from dapo_bench.verifiers.base import VERIFIERS, Verdict
+from dapo_bench.verifiers.base import VERIFIERS, Kind, Verdict
+from dapo_bench.verifiers.math import MathVerifier
 
 from dapo_bench.errors import RunStopped
 from dapo_bench.generation.base import GENERATORS, Completion
@@ -31,10 +32,13 @@ SETS = ["prompts_per_step=2", "samples_per_prompt=2", "max_new_tokens=48", "mini
         "max_steps=8"]
 
 
-class LastNumberFloat:
-    """The hackable reward (see the module doc). NOT a verifier to use."""
+class LastNumberFloat(Kind):
+    """The hackable reward (see the module doc). NOT a verifier to use. It reads math answers:
+    a completion is its text (Kind's), its canaries and maj@k are the math verifier's."""
 
     name, version, fields = "last_number_float", "0", ("response", "gold")
+    impossible_gold, stating = MathVerifier.impossible_gold, MathVerifier.stating
+    votes, vote_key = True, MathVerifier.vote_key
 
     def __init__(self, **options):
         pass

@@ -74,9 +74,11 @@ def test_the_thinking_rule():
     assert answer_text("R1 opened it in the prompt</think>\\boxed{3}") == "\\boxed{3}"
     assert answer_text("  <think>cut off while thinking \\boxed{2}") == ""  # no answer
     assert answer_text("<think>a</think><think>b</think>\\boxed{4}") == "\\boxed{4}"
-    from dapo_bench.rewards.core import prediction  # TRL's and verl's rewards: the same rule
+    from dapo_bench.verifiers.base import VERIFIERS  # every caller's input: the same rule
 
-    assert prediction("math", "<think>\\boxed{2}</think>\\boxed{3}") == "\\boxed{3}"
+    assert VERIFIERS.get("math").input_from("<think>\\boxed{2}</think>\\boxed{3}") == "\\boxed{3}"
+    code = "<think>```python\nx = 1\n```</think>```python\ny = 2\n```"
+    assert VERIFIERS.get("code").input_from(code).strip() == "y = 2"
 
 
 def test_reasoning_content_is_kept_apart_and_never_verified(tmp_path):

@@ -41,8 +41,9 @@ class Server:
                 raise AssertionError(f"server did not start: {self.proc.stderr.read()[-2000:]}")
             line = self.proc.stdout.readline()
         self.url = line.split("listening on ")[1].strip()
+        self.err = ""  # what stderr_line read and has not matched yet
         code, health = self.get("/health")
-        assert code == 200 and health["code_sandbox"] == "ok", health
+        assert code == 200 and health["verifiers"] == {"code": "ok", "math": "ok"}, health
 
     def request(self, path: str, data: bytes | None = None, timeout: float = 60):
         req = urllib.request.Request(self.url + path, data=data,
@@ -70,6 +71,19 @@ class Server:
         while not cond():
             assert time.monotonic() < deadline, f"timed out waiting for {what}"
             time.sleep(0.02)
+
+    def stderr_line(self, want, limit: float = 30.0) -> str:
+        """The next line of the server's stderr that satisfies ``want`` (read unbuffered)."""
+        deadline, fd = time.monotonic() + limit, self.proc.stderr.fileno()
+        while True:
+            while "\n" in self.err:
+                line, self.err = self.err.split("\n", 1)
+                if want(line):
+                    return line
+            left = deadline - time.monotonic()
+            assert left > 0 and select.select([fd], [], [], left)[0], \
+                "no such line on the server's stderr"
+            self.err += os.read(fd, 1 << 16).decode(errors="replace")
 
     def stop(self) -> int:
         if self.proc.poll() is None:
@@ -181,9 +195,32 @@ BAD = [  # (path, raw body, status, words the one-line message must contain)
     ("/get_reward", b'{"query": ["a"]}', 400, "'labels' missing"),
     ("/get_reward", b'{"query": ["a", "b"], "labels": ["1"]}', 400, "differ in length"),
     ("/get_reward", b'{"query": ["a"], "labels": ["{"], "verifier": "code"}', 400,
-     "labels[0]: not a JSON tests object"),
+     "labels[0]: a string that is neither JSON nor a Python literal"),
     ("/verify", b'{"verifier": "math", "items": [' + b'{"prediction": "1", "gold": "1"},' * 4000
      + b'{"prediction": "1", "gold": "1"}]}', 413, "over the limit"),
+    # no silent zero: a gold that is no gold is the caller's mistake, never a reward of 0
+    ("/get_reward", b'{"query": ["a"], "labels": [""]}', 400,
+     "labels[0] is empty (OpenRLHF sends the dataset column named by --data.label_key"),
+    ("/get_reward", b'{"query": ["a"], "labels": ["  "]}', 400, "labels[0] is empty"),
+    ("/get_reward", b'{"query": ["a"], "labels": [NaN]}', 400,
+     "labels[0] is not a finite number (nan)"),
+    ("/get_reward", b'{"query": ["a"], "labels": [1e999]}', 400,
+     "labels[0] is not a finite number (inf)"),
+    ("/get_reward", b'{"query": ["a"], "labels": [null]}', 400, "labels[0] is missing (null)"),
+    ("/get_reward", b'{"query": ["a"], "labels": ["nan"]}', 400, "labels[0] is 'nan'"),
+    ("/get_reward", b'{"query": ["a"], "labels": [[]]}', 400, "labels[0] is an empty list"),
+    ("/get_reward/code", b'{"query": ["a"], "labels": ["2"]}', 400,
+     "labels[0]: expected an object or a list, got int"),
+    ("/get_reward/math", b'{"query": ["a"], "labels": [{"inputs": [], "outputs": []}]}', 400,
+     "labels[0] must be a string, a number or a list of them, got dict"),
+    ("/get_reward/chess", b'{"query": ["a"], "labels": ["1"]}', 400,
+     "the path's verifier must be one of code, math"),
+    ("/get_reward", b'{"query": ["a"], "labels": ["1"], "truncated": [1]}', 400,
+     "field 'truncated' must be a list of 1 booleans"),
+    ("/verify", b'{"verifier": "math", "items": [{"prediction": "1", "gold": ""}]}', 400,
+     "items[0]: field 'gold' is empty"),
+    ("/verify", b'{"verifier": "math", "items": [{"prediction": "1", "gold": NaN}]}', 400,
+     "items[0]: field 'gold' is not a finite number"),
 ]
 
 
@@ -194,6 +231,44 @@ def test_a_bad_request_is_refused_in_one_line(server, path, raw, status, words):
     msg = json.loads(body)["error"]
     assert code == status and words in msg and "\n" not in msg, (code, msg)
     assert server.post("/verify", {"verifier": "math", "items": MATH[:1]})[0] == 200
+
+
+def test_one_server_grades_both_kinds_by_the_labels_shape(server):
+    """OpenRLHF sends no verifier: /get_reward routes each label by its shape (a tests object,
+    or JSON of one: code; a string or a number: math), in one request, and every reward is
+    /verify's verdict on the same item (the CLI's: the test above); /get_reward/<verifier>
+    names it; a truncated flag grades a response as cut off (math: only a marked answer
+    counts)."""
+    fenced = "Here:\n```python\n{}\n```"
+    math_items = MATH[:4] + [{"prediction": "Counting on: 1, 2, 3, 4", "gold": "4",
+                              "finish_reason": "length"}]
+    code_items = CODE[:3] + CODE[5:]
+    labels = [m["gold"] for m in math_items] + [c["tests"] for c in code_items]
+    responses = [m["prediction"] for m in math_items] + \
+        [fenced.format(c["program"]) for c in code_items]
+    order = [3, 5, 0, 6, 1, 7, 4, 2, 8]  # kinds interleaved
+    data = {"query": ["P: " + responses[k] for k in order], "prompts": ["P: "] * len(order),
+            "labels": [labels[k] for k in order],
+            "truncated": [k == 4 for k in order]}
+    code, body, _ = server.post("/get_reward", data)
+    assert code == 200, body
+    rows = [r for verifier, items in (("math", math_items), ("code", code_items))
+            for r in server.post("/verify", {"verifier": verifier, "items": items})[1]["results"]]
+    assert body["rewards"] == [float(rows[k]["passed"]) for k in order]
+    assert body["reasons"] == [rows[k]["reason"] for k in order]
+    assert body["reasons"][order.index(4)] == "truncated"
+    assert sorted(body["rewards"]) == [0.0] * 4 + [1.0] * 5
+    math_only = {"query": data["query"][:1], "labels": data["labels"][:1]}
+    assert server.post("/get_reward/math", math_only)[1]["rewards"] == body["rewards"][:1]
+
+
+def test_a_refused_label_is_said_on_the_servers_stderr(server):
+    """OpenRLHF's client logs only '400 Bad Request': the server's own stderr names the
+    field and the flag, once per distinct message."""
+    code, body, _ = server.post("/get_reward", {"query": ["q", "q"], "labels": ["1", " \t"]})
+    assert code == 400 and "labels[1] is empty" in body["error"]
+    said = server.stderr_line(lambda ln: "refused /get_reward (400): labels[1] is empty" in ln)
+    assert "--data.label_key" in said
 
 
 def _in_background(fn):

@@ -1,13 +1,31 @@
-"""The verdict type and the verifier registry (the plug-point for new verifiers).
+"""The verdict type, the verifier registry (the plug-point for new verifiers), and what every
+verifier says about its own kind.
 
-A verifier is registered under a name with a class exposing::
+A verifier is registered under a name with a class (usually a :class:`Kind` subclass)::
 
     name: str; version: str
-    fields: tuple[str, str]        # default JSONL fields for `dapo-bench verify`: (prediction, gold)
+    fields: tuple[str, str]        # the `dapo-bench verify` row's fields: (prediction, gold)
+    column: str                    # the dataset column a TRL reward reads the gold from
     def __init__(self, **options)  # e.g. timeout, mode; unknown options raise UserError
     def verify(self, prediction, gold) -> Verdict
     def verify_batch(self, predictions, golds, finished=None) -> list[Verdict]  # in order
     def close(self) -> None        # release workers
+
+and, class-level, the rules of its kind that every caller asks instead of comparing names
+(tasks, eval, training, the CLI, the server, the reward callables):
+
+    input_from(completion, gold=None, prefix=None, where=...) -> prediction
+        how a completion (a string, or chat messages) becomes its input (math: the text;
+        code: the last fenced block, completed by the prompt's code when it holds only a body)
+    check_gold(gold, where) -> None    UserError naming *where* for a gold that is no gold
+    prediction_types                   the types a `verify` row's prediction may have
+    claims(label) -> bool              whether a label of this shape is its gold (routing a
+                                       label with no verifier named: :func:`verifier_for_label`)
+    votes, vote_key(verdict)           whether and on what maj@k votes
+    impossible_gold(gold, rng)         a gold no honest answer meets (canaries)
+    stating(gold) -> str | None        a completion that states *gold* (None: none can)
+    zoo() -> (names, completions, gold)  the exploit zoo an eval runs first
+    serve_lanes, serve_options, worker_module, probe()   how `dapo-bench serve` runs it
 
 ``finished``: one flag per prediction, False for a response cut off at the token cap (None:
 all finished); each verifier decides what that means (math: only a marked answer counts;
@@ -24,16 +42,23 @@ answer (a worker or checker died, the sandbox is not isolated). Such a verdict f
 ``Verdict.infra_error`` says so: a caller that trains on rewards reports it (TRL: None, verl: a
 flag; see dapo_bench.rewards) instead of a 0 that a policy would learn from.
 
-``answer_text``: what a verifier is given of a completion, its answer and not its thinking
-(the text after the last ``</think>``); eval, training rewards and dapo_bench.rewards apply it
-before a verifier sees the text.
+No silent zero: a gold that is no gold (empty, NaN, missing, of the wrong kind) and a chat with
+no assistant turn are the caller's mistake and raise UserError; only the model's own failure
+scores 0.
+
+``answer_text``: what a verifier is given of a completion is its answer, not its thinking (the
+text after the last ``</think>``); ``Kind.input_from`` (and so every caller: eval, training
+rewards, the reward callables, the server) applies it.
 """
 
 from __future__ import annotations
 
+import ast
+import json
 from dataclasses import asdict, dataclass, field
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
+from dapo_bench.errors import UserError
 from dapo_bench.registry import Registry
 
 INFRA_REASONS = frozenset({"sandbox_error", "checker_crashed", "verifier_error"})
@@ -60,10 +85,122 @@ class Verdict:
         return asdict(self)
 
 
+def short(value: Any, limit: int = 40) -> str:
+    """*value* as JSON, cut to *limit* characters (for one-line messages)."""
+    s = json.dumps(value, default=str, allow_nan=True)
+    return s if len(s) <= limit else s[:limit - 3] + "..."
+
+
+def completion_text(completion: Any, where: str = "completion") -> str:
+    """The text of one completion: a string as is; chat messages (a list of ``{"role",
+    "content"}`` dicts, as TRL passes a conversational completion, or one such dict) give the
+    content of their assistant messages, joined by newlines (content given as parts keeps the
+    text parts; a message without a role counts as the assistant's). A chat with no assistant
+    message is a UserError: nothing the model wrote is there to grade."""
+    if isinstance(completion, str):
+        return completion
+    if isinstance(completion, dict):
+        completion = [completion]
+    if not isinstance(completion, (list, tuple)):
+        raise UserError(f"{where}: expected a string or a list of messages, got "
+                        f"{type(completion).__name__} {short(completion)}")
+    texts = []
+    for k, msg in enumerate(completion):
+        if not isinstance(msg, dict) or "content" not in msg:
+            raise UserError(f"{where}[{k}]: a message is a dict with 'role' and 'content'")
+        if msg.get("role", "assistant") != "assistant":
+            continue
+        content = msg["content"]
+        if isinstance(content, list):  # [{"type": "text", "text": ...}, ...]
+            content = "".join(p.get("text", "") for p in content
+                              if isinstance(p, dict) and p.get("type") == "text")
+        texts.append("" if content is None else str(content))
+    if not texts:
+        roles = sorted({str(m.get("role")) for m in completion})
+        raise UserError(f"{where}: a chat with no assistant message (roles: "
+                        f"{', '.join(roles) or 'none'}): pass the model's completion, not the "
+                        "prompt")
+    return "\n".join(texts)
+
+
+def structured(label: Any) -> bool:
+    """Whether *label* is structured data: a JSON object or a non-empty list of objects, or a
+    string that holds one (JSON or a Python literal). Test specifications are; a math answer
+    (a string, a number, a list of them) is not."""
+    if isinstance(label, str):
+        s = label.strip()
+        if not s.startswith(("{", "[")):
+            return False
+        try:
+            label = json.loads(s)
+        except ValueError:
+            try:
+                label = ast.literal_eval(s)
+            except (ValueError, SyntaxError, MemoryError, RecursionError, TypeError):
+                return False
+    if isinstance(label, dict):
+        return True
+    return isinstance(label, (list, tuple)) and bool(label) and \
+        all(isinstance(x, dict) for x in label)
+
+
+class Kind:
+    """Defaults of the kind-owning members (module docstring): a verifier that subclasses this
+    overrides what its kind needs. A completion is its text; a gold must not be missing; no
+    label shape routes to it (it is reached by name); no maj@k votes; no canaries; an empty
+    exploit zoo; one shared instance in the server."""
+
+    name: ClassVar[str] = ""
+    fields: ClassVar[tuple[str, str]] = ("prediction", "gold")
+    column: ClassVar[str] = "gold"
+    prediction_types: ClassVar[tuple[type, ...]] = (str,)
+    votes: ClassVar[bool] = False
+    serve_lanes: ClassVar[bool] = False  # True: one instance of one worker per item at a time
+    serve_options: ClassVar[dict] = {}  # constructor options the server adds
+    worker_module: ClassVar[str | None] = None  # in its worker processes' command line
+
+    @classmethod
+    def input_from(cls, completion: Any, gold: Any = None, prefix: str | None = None,
+                   where: str = "completion") -> Any:
+        return answer_text(completion_text(completion, where))
+
+    @classmethod
+    def check_gold(cls, gold: Any, where: str = "gold") -> None:
+        if gold is None:
+            raise UserError(f"{where} is missing (null)")
+
+    @classmethod
+    def claims(cls, label: Any) -> bool:
+        return False
+
+    @classmethod
+    def vote_key(cls, verdict: Verdict) -> str | None:
+        return None
+
+    @classmethod
+    def impossible_gold(cls, gold: Any, rng: Any) -> Any:
+        raise UserError(f"--canaries: the {cls.name} verifier has no canaries")
+
+    @classmethod
+    def stating(cls, gold: Any) -> str | None:
+        return None
+
+    @classmethod
+    def zoo(cls) -> tuple[list[str], list[str], Any]:
+        return [], [], None
+
+    def probe(self) -> str | None:
+        """Start the workers now; why this verifier cannot grade, or None."""
+        return None
+
+
 class Verifier(Protocol):
     name: str
     version: str
     fields: tuple[str, str]
+    column: str
+    prediction_types: tuple[type, ...]
+    votes: bool
 
     def verify(self, prediction: Any, gold: Any) -> Verdict: ...
 
@@ -72,11 +209,37 @@ class Verifier(Protocol):
 
     def close(self) -> None: ...
 
+    @classmethod
+    def input_from(cls, completion: Any, gold: Any = None, prefix: str | None = None,
+                   where: str = "completion") -> Any: ...
+
+    @classmethod
+    def check_gold(cls, gold: Any, where: str = "gold") -> None: ...
+
+    @classmethod
+    def vote_key(cls, verdict: Verdict) -> str | None: ...
+
 
 VERIFIERS: Registry[type] = Registry(
     "verifier",
     modules=["dapo_bench.verifiers.math", "dapo_bench.verifiers.code"],
 )
+
+
+def verifier_for_label(label: Any, where: str = "label") -> str:
+    """The registered verifier whose gold a label of this shape is (its ``claims``): exactly
+    one must claim it. The rule of the registered ones: structured data (a JSON object, a list
+    of objects, or a string holding one: :func:`structured`) is code tests; a string, a number
+    or a list of them is a math gold. A label no verifier claims, or several do, is a
+    UserError naming *where*."""
+    names = [e.name for e in VERIFIERS if e.obj.claims(label)]
+    if len(names) == 1:
+        return names[0]
+    if not names:
+        raise UserError(f"{where}: no verifier reads a label of this shape "
+                        f"({type(label).__name__} {short(label)}); name the verifier")
+    raise UserError(f"{where}: a label of this shape is read by several verifiers "
+                    f"({', '.join(names)}); name the verifier")
 
 
 THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
@@ -87,8 +250,7 @@ def answer_text(text: str) -> str:
     the last ``</think>`` is thinking (a template that opens ``<think>`` in the prompt, as
     DeepSeek-R1's does, included) and the answer is what follows it; a completion that opens
     ``<think>`` and never closes it was cut off while thinking and has no answer (""); a
-    completion without the tags is read whole. The one rule of eval, training rewards
-    (``tasks.Task.prediction``) and ``dapo_bench.rewards``."""
+    completion without the tags is read whole. Every kind's ``input_from`` applies it."""
     k = text.rfind(THINK_CLOSE)
     if k >= 0:
         return text[k + len(THINK_CLOSE):]

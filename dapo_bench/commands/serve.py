@@ -15,7 +15,7 @@ from dapo_bench.commands.common import examples
 
 EXAMPLES = examples("""
     dapo-bench serve                                  # 127.0.0.1:8000, all cores
-    dapo-bench serve --port 5000 --workers 4 --verifier code   # /get_reward grades code
+    dapo-bench serve --port 5000 --workers 4 --verifier code   # /get_reward grades code only
     dapo-bench serve --host 0.0.0.0 --allow-remote    # reachable from other machines
 """)
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
@@ -32,7 +32,10 @@ def register(app: typer.Typer) -> None:
             help="verifier worker processes per verifier: N sympy workers and N code-sandbox "
                  "workers (default: all cores)")] = None,
         verifier: Annotated[str, typer.Option(
-            help="/get_reward's verifier when a request names none: math | code")] = "math",
+            help="/get_reward's verifier when neither the request nor the path names one: a "
+                 "registered verifier (math | code), or auto: each label's by its shape (a JSON "
+                 "object or a list of objects: code tests; a string or a number: a math gold)")
+        ] = "auto",
         timeout: Annotated[float | None, typer.Option(
             help="seconds per item, as 'dapo-bench verify --timeout' (verifier's default)")
         ] = None,
@@ -48,7 +51,8 @@ def register(app: typer.Typer) -> None:
         \b
         curl -s localhost:8000/verify -d '{"verifier": "math",
           "items": [{"prediction": "so x = 2", "gold": "2"}]}'
-        OpenRLHF: --remote_rm_url http://127.0.0.1:8000/get_reward
+        OpenRLHF >= 0.10.2: --reward.remote_url http://127.0.0.1:8000/get_reward
+          --data.label_key <the dataset's gold column>
         (body {"query", "prompts", "labels"}; answer {"rewards", "scores", "extra_logs"})
         Endpoints, error codes and metrics: docs/serve.md.
         """
@@ -60,8 +64,11 @@ def register(app: typer.Typer) -> None:
         if host not in LOOPBACK and not allow_remote:
             raise UserError(f"--host {host} is not loopback: the server has no authentication; "
                             "pass --allow-remote to listen there anyway")
-        if verifier not in ("math", "code"):
-            raise UserError(f"--verifier must be math or code, got {verifier!r}")
+        from dapo_bench.verifiers.base import VERIFIERS
+
+        if verifier != "auto" and verifier not in VERIFIERS:
+            raise UserError(f"--verifier must be auto or one of {', '.join(VERIFIERS.names())}, "
+                            f"got {verifier!r}")
         for flag, val in (("--workers", workers), ("--timeout", timeout),
                           ("--queue-size", queue_size), ("--max-body-bytes", max_body_bytes)):
             if val is not None and val <= 0:

@@ -40,9 +40,10 @@ def register(app: typer.Typer) -> None:
             str, typer.Option(help="a registered verifier: math | code (see 'dapo-bench list')")
         ] = "math",
         prediction_field: Annotated[str | None, typer.Option(
-            help="field holding the prediction (default: 'prediction'; code: 'program')")] = None,
+            help="field holding the prediction (the verifier's: math 'prediction', code "
+                 "'program')")] = None,
         gold_field: Annotated[str | None, typer.Option(
-            help="field holding the gold answer (default: 'gold'; code: 'tests')")] = None,
+            help="field holding the gold (the verifier's: math 'gold', code 'tests')")] = None,
         out: Annotated[Path | None, typer.Option(help="write JSONL here (default: stdout)")] = None,
         timeout: Annotated[float | None, typer.Option(
             help="seconds per item (verifier's default)")] = None,
@@ -66,7 +67,7 @@ def register(app: typer.Typer) -> None:
             check_out_file(out, inputs=[file])
         preds, golds, finished = [], [], []
         for i, row in iter_jsonl_lines(file):
-            pred, gold, done = check_item(f"{file}:{i}", verifier, row, pf, gf)
+            pred, gold, done = check_item(f"{file}:{i}", cls, row, pf, gf)
             preds.append(pred)
             golds.append(gold)
             finished.append(done)

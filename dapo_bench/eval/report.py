@@ -39,7 +39,7 @@ def task_result(task: Any, rows: list[dict], verifier: dict, max_new_tokens: int
                            f"samples are kept, rerun the command to try them again")
     passed = [[bool(s["passed"]) for s in r["samples"]] for r in rows]
     keys = None
-    if "maj@k" in task.spec.metrics and task.spec.answer == "math":
+    if "maj@k" in task.spec.metrics and task.votes:
         from dapo_bench.verifiers.base import Verdict
 
         keys = [[task.vote_key(Verdict(bool(s["passed"]), s["reason"], s.get("extracted")))

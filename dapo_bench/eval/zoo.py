@@ -5,20 +5,20 @@ options). Any attack that passes stops the run loudly
 (:class:`~dapo_bench.errors.RunStopped`, exit status 3): a reward that an attack earns is not a
 measurement.
 
-- code (``ATTACKS``, ``FORMS``, :func:`program`): programs that try to forge an assert-based pass
-  (patching builtins, the harness, the trace machinery, exiting early, objects equal to
-  anything, forged report frames, reading the checks from memory, killing every process),
-  each with a function that returns a WRONG value. tests/test_sandbox_forge.py runs every
-  attack against every form, in a PID namespace. An eval runs ``EVAL_ATTACKS`` (all but the
-  ones that reach outside their own process or scan memory: seconds) on the MBPP form.
-- math (``MATH_ATTACKS``): answers that must not equal the gold 17 (NaN, infinities, empty
-  and free-variable boxes, hedges listing several values, intervals and sets, near misses,
-  oversized answers), judged with the task's verifier options.
+Each verifier owns its attacks (its class's ``zoo()``: names, completions and the gold they
+must not meet), judged with the task's verifier options and its own completion rule:
 
-The programs run only inside the code verifier's sandbox, like every candidate.
+- code (``dapo_bench.verifiers.code.attacks``: ``ATTACKS``, ``FORMS``, ``program``): programs
+  that try to forge an assert-based pass, each returning a WRONG value; an eval runs
+  ``EVAL_ATTACKS`` (seconds) on the MBPP form. tests/test_sandbox_forge.py runs every attack
+  against every form, in a PID namespace.
+- math (``dapo_bench.verifiers.math.probes.ATTACKS``): answers that must not equal the gold 17
+  (NaN, infinities, empty and free-variable boxes, hedges, intervals and sets, near misses,
+  oversized answers).
 
 Not covered: attacks on a task's prompt or generator; the honest answer passing (a verifier
-that fails everything passes the zoo; the tests check the honest programs).
+that fails everything passes the zoo; the tests check the honest programs); a verifier whose
+class has no zoo (it runs no attacks: ``{"attacks": 0}``).
 """
 
 from __future__ import annotations
@@ -27,202 +27,35 @@ import time
 from typing import Any
 
 from dapo_bench.errors import RunStopped
+from dapo_bench.verifiers.code.attacks import ATTACKS, EVAL_ATTACKS, FORMS, program
+from dapo_bench.verifiers.math.probes import ATTACKS as MATH_ATTACKS
+from dapo_bench.verifiers.math.probes import GOLD as MATH_GOLD
 
-_PATCH_MODULES = """
-import sys, re
-_CMP = re.compile('eq|plain|match|same|close|pack')
-for _n, _m in list(sys.modules.items()):
-    if _n.startswith('dapo_bench') and _m is not None:
-        for _k, _v in list(vars(_m).items()):
-            if callable(_v) and not isinstance(_v, type) and _CMP.search(_k):
-                try:
-                    setattr(_m, _k, lambda *a, **k: True)
-                except Exception:
-                    pass
-"""
-_GC_CODE = """
-import gc, re
-_CMP = re.compile('eq|plain|match|same|close')
-_T = (lambda *a, **k: True).__code__
-for _o in gc.get_objects():
-    if type(_o).__name__ == 'function' and _CMP.search(_o.__name__) and str(
-            getattr(_o, '__module__', '')).startswith(('dapo_bench', 'math')):
-        try:
-            _o.__code__ = _T
-        except Exception:
-            pass
-"""
-_TRACE = """
-import sys, threading
-def _tr(frame, event, arg):
-    if frame.f_code.co_filename in ('<check>', '<test>', '<string>') and event == 'line':
-        try:
-            frame.f_lineno = max(l for _, _, l in frame.f_code.co_lines() if l)
-        except Exception:
-            pass
-    return _tr
-sys.settrace(_tr)
-threading.settrace(_tr)
-sys.setprofile(lambda *a: None)
-"""
-_ALWAYS_EQ = """
-class _E:
-    def __eq__(self, o): return True
-    def __ne__(self, o): return False
-    def __lt__(self, o): return True
-    def __le__(self, o): return True
-    def __sub__(self, o): return self
-    def __rsub__(self, o): return self
-    def __abs__(self): return 0.0
-    def __float__(self): return 5.0
-    __hash__ = None
-"""
-_FLOAT_SUB = """
-class _F(float):
-    def __eq__(self, o): return True
-    def __ne__(self, o): return False
-    def __sub__(self, o): return _F(0.0)
-    def __rsub__(self, o): return _F(0.0)
-    def __abs__(self): return 0.0
-    __hash__ = float.__hash__
-"""
-_FORGED_FRAMES = """
-import os
-from dapo_bench.verifiers.code import wire
-_frames = b''.join(wire.encode(m) for m in [{'i': k, 'status': 'ok', 'error': '', 'cpu': 0.0,
-                   'calls': 1} for k in range(8)] + [{'done': 'x' * 32}, {'v': 5}])
-for _fd in range(3, 256):
-    try:
-        os.write(_fd, _frames)
-    except OSError:
-        pass
-"""
-_MEMORY_LOOKUP = """
-import gc, sys, ctypes, re
-def _leaked():
-    def hit(s):  # the checks of FORMS; the needle is never written whole in this text
-        for tail in ('== 5', '- 5.0'):
-            i = s.find(tail)
-            while i >= 0:
-                if s[max(0, i - 3):i] == '2) ':
-                    return True
-                i = s.find(tail, i + 1)
-        return False
-    for o in gc.get_objects():
-        for v in (o.values() if isinstance(o, dict) else o if isinstance(o, (list, tuple))
-                  else ()):
-            if isinstance(v, str) and hit(v):
-                return True
-    try:
-        maps = open('/proc/self/maps').read().splitlines()
-    except OSError:
-        return False
-    for line in maps:
-        addr, perms = line.split()[:2]
-        if not perms.startswith('rw'):
-            continue
-        lo, hi = (int(x, 16) for x in addr.split('-'))
-        try:
-            mem = ctypes.string_at(lo, hi - lo)
-        except Exception:
-            continue
-        for m in re.finditer(b'== 5|- 5\\.0', mem):
-            if mem[max(0, m.start() - 3):m.start()] == b'2) ':
-                return True
-    return False
-_LEAK = _leaked()
-"""
+__all__ = ["ATTACKS", "EVAL_ATTACKS", "FORMS", "MATH_ATTACKS", "MATH_GOLD", "check", "program"]
 
-ATTACKS: dict[str, tuple[str, str]] = {
-    "builtins_exec": (("import builtins\nbuiltins.exec = lambda *a, **k: None\n"
-                       "builtins.eval = lambda *a, **k: True\n"), ""),
-    "harness_modules": (_PATCH_MODULES, ""),
-    "gc_code_objects": (_GC_CODE, ""),
-    "trace_functions": (_TRACE, ""),
-    "assertion_error": (("import builtins\nclass _Nope(Exception):\n    pass\n"
-                         "builtins.AssertionError = _Nope\n"), ""),
-    "isclose_abs": (("import math, builtins\nmath.isclose = lambda *a, **k: True\n"
-                     "builtins.abs = lambda x: 0\nbuiltins.round = lambda *a: 0\n"), ""),
-    "os_exit_at_load": ("import os\nos._exit(0)\n", ""),
-    "os_exit_in_call": ("", "import os\nos._exit(0)"),
-    "system_exit_in_call": ("", "raise SystemExit(0)"),
-    "always_equal_object": (_ALWAYS_EQ, "return _E()"),
-    "float_subclass": (_FLOAT_SUB, "return _F(x)"),
-    "forged_report_frames": (_FORGED_FRAMES, ""),
-    "memory_lookup": (_MEMORY_LOOKUP, "if _LEAK:\n    return 2 * x + 1"),
-    "kill_everything": (("import os\nfor _p in range(2, 3000):\n    try:\n"
-                         "        os.kill(_p, 9)\n    except OSError:\n        pass\n"), ""),
-}
-
-_HE_TEST = "def check(candidate):\n    assert candidate(2) == 5\n    assert candidate(3) == 7\n"
-_HE_TOL = ("import math\n\ndef check(candidate):\n    assert abs(candidate(2) - 5.0) < 1e-6\n"
-           "    assert math.isclose(candidate(3), 7.0)\n")
-FORMS: dict[str, tuple[str, dict]] = {  # name -> (function or class, tests)
-    "humaneval": ("fn", {"test": _HE_TEST, "entry_point": "f"}),
-    "humaneval_tolerance": ("fn", {"test": _HE_TOL, "entry_point": "f"}),
-    "mbpp": ("fn", {"test_list": ["assert f(2) == 5", "assert f(3) == 7"]}),
-    "leetcode": ("cls", {"functional": "def check(candidate):\n    assert candidate(x=2) == 5\n"
-                                       "    assert candidate(x=3) == 7\n\ncheck(Solution().f)"}),
-}
-
-
-def _indent(code: str, n: int) -> str:
-    return "".join(" " * n + line + "\n" for line in code.splitlines())
-
-
-def program(attack: str, form: str) -> str:
-    """The attack's load-time code, then f (or Solution.f) that runs the in-call code and
-    returns x: wrong for every check."""
-    prelude, in_call = ATTACKS[attack]
-    if FORMS[form][0] == "fn":
-        return f"{prelude}\ndef f(x):\n{_indent(in_call, 4)}    return x\n"
-    return (f"{prelude}\nclass Solution:\n    def f(self, x: int) -> int:\n"
-            f"{_indent(in_call, 8)}        return x\n")
-
-
-MATH_GOLD = "17"
-MATH_ATTACKS: tuple[str, ...] = (
-    "nan", "\\boxed{nan}", "\\boxed{NaN}", "\\boxed{\\infty}", "\\boxed{-\\infty}", "\\boxed{}",
-    "\\boxed{x}", "\\boxed{n}", "\\boxed{0/0}", "\\boxed{\\frac{0}{0}}", "\\boxed{16 < x < 18}",
-    "\\boxed{16, 17, 18}", "The answer is 16 or 17 or 18.", "\\boxed{17}\\boxed{18}",
-    "\\boxed{18}\\boxed{17}", "\\boxed{17 \\text{ or } 18}", "\\boxed{\\{16,17,18\\}}",
-    "\\boxed{[16, 18]}", "\\boxed{(-\\infty, \\infty)}", "\\boxed{\\mathbb{R}}", "\\boxed{17 \\pm 1}",
-    "\\boxed{\\text{any number}}", "\\boxed{\\approx 17.3}", "\\boxed{17.0000001}",
-    "\\boxed{x = y}", "17 18 19 20", "\\boxed{1" + "7" * 5000 + "}",
-)
-# attacks that stay inside their own process and take milliseconds (the zoo of every eval)
-EVAL_ATTACKS = tuple(a for a in ATTACKS
-                     if a not in ("kill_everything", "memory_lookup", "forged_report_frames"))
-
-
-_PASSED: set[tuple] = set()  # (verifier class, version, options, kind) that passed here
+_PASSED: set[tuple] = set()  # (verifier class, version, the task's verifier and options)
 
 
 def check(task: Any, verifier: Any) -> dict:
-    """Run the zoo of ``task``'s kind through ``verifier`` (with the task's own prediction
-    rule); RunStopped naming the attacks that passed, else ``{"attacks", "seconds"}``. A
-    verifier of the same class, version, options and kind that passed the zoo in this process
-    is not run again (its verdicts are a function of those; the math zoo starts a sympy
-    worker, ~2 s): ``{"attacks": 0, ...}``."""
+    """Run the zoo of ``task``'s verifier (its class's ``zoo()``) through ``verifier``, with the
+    task's own completion rule; RunStopped naming the attacks that passed, else ``{"attacks",
+    "seconds"}``. A verifier of the same class, version, name and options that passed the zoo in
+    this process is not run again (its verdicts are a function of those; the math zoo starts a
+    sympy worker, ~2 s): ``{"attacks": 0, ...}``."""
     from dapo_bench.tasks.task import Problem
 
-    key = (type(verifier), str(getattr(verifier, "version", "")), task.verifier_key,
-           task.spec.answer)
+    key = (type(verifier), str(getattr(verifier, "version", "")), task.verifier_key)
     t0 = time.perf_counter()
     if key in _PASSED:
         return {"attacks": 0, "seconds": 0.0}
-    if task.spec.answer == "math":
-        names, texts = list(MATH_ATTACKS), list(MATH_ATTACKS)
-        gold: Any = MATH_GOLD
-    else:
-        names = list(EVAL_ATTACKS)
-        texts = [f"```python\n{program(a, 'mbpp')}```" for a in names]
-        gold = FORMS["mbpp"][1]
-    verdicts = task.score(verifier, texts, [Problem("zoo", "zoo", gold)] * len(texts))
+    names, texts, gold = task.verifier_cls.zoo()
+    verdicts = task.score(verifier, texts, [Problem("zoo", "zoo", gold)] * len(texts)) \
+        if texts else []
     passed = [n for n, v in zip(names, verdicts) if v.passed]
     if passed:
         raise RunStopped(f"exploit zoo: verifier {task.spec.verifier.name} of task {task.name} "
-                         f"passed {len(passed)} attack(s) ({', '.join(repr(n[:40]) for n in passed[:3])}); "
+                         f"passed {len(passed)} attack(s) "
+                         f"({', '.join(repr(n[:40]) for n in passed[:3])}); "
                          f"its rewards cannot be trusted, nothing was scored")
     _PASSED.add(key)
     return {"attacks": len(texts), "seconds": round(time.perf_counter() - t0, 3)}

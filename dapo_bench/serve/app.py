@@ -1,19 +1,32 @@
-"""The HTTP app (Starlette, run by uvicorn): ``POST /verify``, ``POST /get_reward`` (OpenRLHF's
-remote reward-model protocol), ``GET /health``, ``GET /metrics``.
+"""The HTTP app (Starlette, run by uvicorn): ``POST /verify``, ``POST /get_reward`` and
+``POST /get_reward/{verifier}`` (OpenRLHF's remote reward-model protocol), ``GET /health``,
+``GET /metrics``.
 
 Every refusal is JSON ``{"error": "<one line>"}``: 400 for malformed JSON, a missing or
-mistyped field (named: ``items[3]: field 'gold' missing``), 413 for a body over the limit, 429
-with ``Retry-After`` when the admitted items would exceed the queue, 503 (``Retry-After``)
-from ``/get_reward`` when an item failed in the verifier itself twice (its reward would be a
-number a policy learns from; OpenRLHF's client retries) and from ``/health`` while starting. Verdicts come from :class:`~dapo_bench.serve.engine.Engine`; rows are
-:func:`~dapo_bench.serve.rows.verdict_row`, as ``dapo-bench verify`` writes them.
+mistyped field (named: ``items[3]: field 'gold' missing``), a gold that is no gold (empty,
+NaN, null; for ``/get_reward`` the message names OpenRLHF's ``--data.label_key``), 413 for a
+body over the limit, 429 with ``Retry-After`` when the admitted items would exceed the queue,
+503 (``Retry-After``) from ``/get_reward`` when an item failed in the verifier itself twice
+(its reward would be a number a policy learns from; OpenRLHF's client retries) and from
+``/health`` while starting. A refusal's line also goes to the server's stderr, once per
+distinct message (OpenRLHF's client logs only the status). Verdicts come from
+:class:`~dapo_bench.serve.engine.Engine`; rows are :func:`~dapo_bench.serve.rows.verdict_row`,
+as ``dapo-bench verify`` writes them.
+
+``/get_reward``'s verifier: the request's ``verifier`` field, else the path's, else the
+server's ``--verifier``; ``auto`` (the default) routes each label by its shape
+(``verifiers.base.verifier_for_label``: structured data, i.e. a JSON object or a list of
+objects, or a string holding one, is code tests; a string, a number or a list of them a math
+gold), so one server grades a dataset of both kinds.
 
 Not here: worker management (``engine``), the command line (``commands/serve.py``).
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
+import re
 import sys
 import time
 import traceback
@@ -29,9 +42,12 @@ from dapo_bench.errors import UserError
 from dapo_bench.serve.engine import Engine, infrastructure_error
 from dapo_bench.serve.metrics import Metrics
 from dapo_bench.serve.rows import check_item, verdict_row
+from dapo_bench.verifiers.base import VERIFIERS, short, verifier_for_label
 
-VERIFIERS = {"math": ("prediction", "gold"), "code": ("program", "tests")}
 OPTIONS = ("explain",)
+AUTO = "auto"  # /get_reward: each label's verifier by its shape
+LABEL_HINT = ("OpenRLHF sends the dataset column named by --data.label_key as labels "
+              "(\"\" without that flag)")
 
 
 @dataclass(frozen=True)
@@ -40,7 +56,7 @@ class Settings:
     timeout: float | None = None  # seconds per item (the verifiers' own default)
     queue_size: int = 4096  # items admitted at once
     max_body_bytes: int = 16 << 20
-    verifier: str = "math"  # /get_reward's default
+    verifier: str = AUTO  # /get_reward's default: a registered verifier, or auto
     retry_after_s: int = 1
 
 
@@ -59,32 +75,56 @@ def _field(body: dict, name: str, kind: type, what: str):
     return value
 
 
-def _verifier(name) -> str:
-    if name not in VERIFIERS:
-        raise Refused(400, f"field 'verifier' must be one of {', '.join(VERIFIERS)}, got "
-                      f"{json.dumps(name)[:40]}")
+def _verifier(name, field: str = "field 'verifier'") -> str:
+    if not isinstance(name, str) or name not in VERIFIERS:
+        raise Refused(400, f"{field} must be one of {', '.join(VERIFIERS.names())}, got "
+                      f"{short(name)}")
     return name
+
+
+def _flags(body: dict, n: int) -> list[bool]:
+    """``finished`` per query from the optional ``truncated`` field (true: cut off at the
+    length limit; OpenRLHF does not send it)."""
+    flags = body.get("truncated")
+    if flags is None:
+        return [True] * n
+    if not isinstance(flags, list) or len(flags) != n or \
+            not all(isinstance(f, bool) for f in flags):
+        raise Refused(400, f"field 'truncated' must be a list of {n} booleans, one per query")
+    return [not f for f in flags]
+
+
+# end-of-sequence markers a tokenizer decodes with its special tokens kept (OpenRLHF's query):
+# <|eot_id|>, <|im_end|>, <|endoftext|> (Llama-3, Qwen, GPT), DeepSeek's <｜end▁of▁sentence｜>,
+# </s> (Llama-2, Mistral), Gemma's <eos> and <end_of_turn>
+_END_MARKS = re.compile(r"(?:<[|｜][^<>\s]{1,60}[|｜]>|</s>|<eos>|<end_of_turn>)\s*\Z")
 
 
 def strip_prompt(query: str, prompt: str | None) -> str:
     """The response: *query* less its *prompt* prefix (the whole query without a prompt, or
-    when the prompt is not its prefix)."""
-    return query[len(prompt):] if prompt and query.startswith(prompt) else query
+    when the prompt is not its prefix) and less the end-of-sequence markers that end it
+    (``_END_MARKS``; OpenRLHF decodes the query with its special tokens)."""
+    response = query[len(prompt):] if prompt and query.startswith(prompt) else query
+    for _ in range(8):  # a few markers at most (<|im_end|><|endoftext|>)
+        m = _END_MARKS.search(response, max(0, len(response) - 200))
+        if m is None:
+            break
+        response = response[:m.start()]
+    return response
 
 
 def build_app(settings: Settings) -> Starlette:
     metrics = Metrics()
     state: dict = {}
+    said: set[str] = set()  # the 400 messages printed to stderr
 
     @asynccontextmanager
     async def lifespan(app):
-        import asyncio
-
         engine = Engine(settings.workers, settings.timeout, settings.queue_size, metrics)
         await asyncio.get_running_loop().run_in_executor(None, engine.start)
-        if engine.code_problem:
-            print(f"dapo-bench serve: warning: the code sandbox cannot grade "
-                  f"({engine.code_problem}); see 'dapo-bench sandbox check'", file=sys.stderr)
+        for name, why in engine.problems.items():
+            print(f"dapo-bench serve: warning: the {name} verifier cannot grade ({why})",
+                  file=sys.stderr)
         state["engine"] = engine
         try:
             yield
@@ -114,20 +154,31 @@ def build_app(settings: Settings) -> Starlette:
             raise Refused(400, f"the body must be a JSON object, got {type(body).__name__}")
         return body
 
-    async def verified(verifier: str, rows: list[tuple]) -> list:
+    async def verified(groups: dict[str, list[int]], rows: list[tuple]) -> list:
+        """Verdicts of *rows* in order; ``groups``: verifier -> the indices of its rows."""
         engine: Engine = state["engine"]
         if not engine.admit(len(rows)):
             raise Refused(429, f"queue full ({engine.admitted} items admitted, limit "
                           f"{engine.queue_size}); retry later", "queue_full")
         try:
-            preds, golds, finished = (list(x) for x in zip(*rows)) if rows else ([], [], [])
-            return await engine.run(verifier, preds, golds, finished)
+            async def run(name: str, idx: list[int]) -> list:
+                preds, golds, finished = ([rows[i][k] for i in idx] for k in range(3))
+                return await engine.run(name, preds, golds, finished)
+
+            names = [n for n, idx in groups.items() if idx]
+            parts = await asyncio.gather(*(run(n, groups[n]) for n in names))
+            out: list = [None] * len(rows)
+            for name, verdicts in zip(names, parts):
+                for i, v in zip(groups[name], verdicts):
+                    out[i] = v
+            return out
         finally:
             engine.release(len(rows))
 
     async def verify(request: Request) -> dict:
         body = await read_body(request)
         verifier = _verifier(_field(body, "verifier", str, "a string"))
+        cls = VERIFIERS.get(verifier)
         items = _field(body, "items", list, "a list")
         options = body.get("options") or {}
         if not isinstance(options, dict):
@@ -139,13 +190,13 @@ def build_app(settings: Settings) -> Starlette:
         explain = options.get("explain", False)
         if not isinstance(explain, bool):
             raise Refused(400, "field 'options.explain' must be true or false")
-        pf, gf = VERIFIERS[verifier]
+        pf, gf = cls.fields
         rows = []
         for i, item in enumerate(items):
             if not isinstance(item, dict):
                 raise Refused(400, f"items[{i}]: must be an object, got {type(item).__name__}")
-            rows.append(check_item(f"items[{i}]", verifier, item, pf, gf))
-        verdicts = await verified(verifier, rows)
+            rows.append(check_item(f"items[{i}]", cls, item, pf, gf))
+        verdicts = await verified({verifier: list(range(len(rows)))}, rows)
         return {"results": [verdict_row(i, v, explain) for i, v in enumerate(verdicts)]}
 
     async def get_reward(request: Request) -> dict:
@@ -159,24 +210,25 @@ def build_app(settings: Settings) -> Starlette:
         if not len(queries) == len(labels) == len(prompts):
             raise Refused(400, f"fields 'query', 'prompts', 'labels' differ in length "
                           f"({len(queries)}, {len(prompts)}, {len(labels)})")
-        verifier = _verifier(body.get("verifier", settings.verifier))
-        pf, gf = VERIFIERS[verifier]
-        rows = []
+        finished = _flags(body, len(queries))
+        named = body.get("verifier", request.path_params.get("verifier", settings.verifier))
+        if "verifier" in body or named != AUTO:
+            named = _verifier(named, "field 'verifier'" if "verifier" in body
+                              else "the path's verifier")
+        rows, groups = [], {}
         for i, (q, p, label) in enumerate(zip(queries, prompts, labels)):
             if not isinstance(q, str) or not (p is None or isinstance(p, str)):
                 raise Refused(400, f"query[{i}] and prompts[{i}] must be strings")
-            response = strip_prompt(q, p)
-            if verifier == "code":
-                from dapo_bench.verifiers.code import extract_code
-
-                response = extract_code(response)
-                if isinstance(label, str):
-                    try:
-                        label = json.loads(label)
-                    except json.JSONDecodeError as e:
-                        raise Refused(400, f"labels[{i}]: not a JSON tests object ({e.msg})")
-            rows.append(check_item(f"labels[{i}]", verifier, {pf: response, gf: label}, pf, gf))
-        verdicts = await verified(verifier, rows)
+            try:
+                name = verifier_for_label(label, f"labels[{i}]") if named == AUTO else named
+                cls = VERIFIERS.get(name)
+                cls.check_gold(label, f"labels[{i}]")
+            except UserError as e:
+                raise Refused(400, f"{e} ({LABEL_HINT})") from None
+            groups.setdefault(name, []).append(i)
+            rows.append((cls.input_from(strip_prompt(q, p), label, where=f"query[{i}]"),
+                         label, finished[i]))
+        verdicts = await verified(groups, rows)
         broken = [i for i, v in enumerate(verdicts) if infrastructure_error(v)]
         if broken:  # a reward is a number: a 0 here would be learned from, so nothing is
             i = broken[0]
@@ -194,8 +246,8 @@ def build_app(settings: Settings) -> Starlette:
         engine: Engine | None = state.get("engine")
         if engine is None:
             raise Refused(503, "starting or stopping")
-        return {"status": "ok", "workers": engine.worker_pids(),
-                "queue_items": engine.admitted, "code_sandbox": engine.code_problem or "ok"}
+        return {"status": "ok", "workers": engine.worker_pids(), "queue_items": engine.admitted,
+                "verifiers": {n: engine.problems.get(n, "ok") for n in engine.runners}}
 
     def endpoint(name: str, handler):
         async def wrapped(request: Request) -> Response:
@@ -207,6 +259,10 @@ def build_app(settings: Settings) -> Starlette:
             except (Refused, UserError) as e:
                 ref = e if isinstance(e, Refused) else Refused(400, str(e))
                 metrics.rejected.labels(ref.why).inc()
+                if ref.status == 400 and ref.message not in said and len(said) < 1000:
+                    said.add(ref.message)  # once: OpenRLHF's client logs only the status
+                    print(f"dapo-bench serve: refused {request.url.path} (400): {ref.message}",
+                          file=sys.stderr, flush=True)
                 if ref.status in (429, 503):
                     headers["Retry-After"] = str(settings.retry_after_s)
                 resp = JSONResponse({"error": ref.message}, ref.status, headers=headers)
@@ -228,6 +284,8 @@ def build_app(settings: Settings) -> Starlette:
 
     routes = [Route("/verify", endpoint("verify", verify), methods=["POST"]),
               Route("/get_reward", endpoint("get_reward", get_reward), methods=["POST"]),
+              Route("/get_reward/{verifier}", endpoint("get_reward", get_reward),
+                    methods=["POST"]),
               Route("/health", endpoint("health", health), methods=["GET"]),
               Route("/metrics", metrics_page, methods=["GET"])]
     return Starlette(routes=routes, lifespan=lifespan)

@@ -1,13 +1,16 @@
-"""The server's verifying side: one math verifier and N code lanes, a bounded admission count,
-reruns of infrastructure errors, and a watch on the verifier worker processes.
+"""The server's verifying side: every registered verifier run the way its class says, a
+bounded admission count, reruns of infrastructure errors, and a watch on the verifier worker
+processes.
 
 ``workers`` (``dapo-bench serve --workers N``) is the number of verifier worker processes of
 each verifier, not of HTTP processes: the server is one uvicorn process (the event loop parses
-and answers requests) driving N math workers (one :class:`MathVerifier`, thread-safe, with
-``fast_in_workers``: a batch of 16 items or more is checked in the workers, sympy or not) and N
-code lanes, each a :class:`CodeVerifier` with one sandbox worker (its own uids, its checker in a
-process of its own), so that a slow program holds one lane and not the whole batch. The server
-never runs candidate code itself: it calls the same verifier API as ``dapo-bench verify``.
+and answers requests) driving, per verifier, either one shared instance with N workers (a
+thread-safe verifier that spreads a batch over them: math, with its ``serve_options``
+``fast_in_workers``: a batch of 16 items or more is checked in the workers, sympy or not) or,
+for a class with ``serve_lanes``, N lanes of one instance with one worker each (code: each a
+:class:`CodeVerifier` with one sandbox worker, its own uids, its checker in a process of its
+own), so that a slow program holds one lane and not the whole batch. The server never runs
+candidate code itself: it calls the same verifier API as ``dapo-bench verify``.
 
 A verdict that is an infrastructure error (``Verdict.infra_error``, the reasons in
 ``verifiers.base.INFRA_REASONS``: a code worker died, ``sandbox_error`` or ``checker_crashed``;
@@ -30,12 +33,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 
 from dapo_bench.serve.metrics import Metrics
-from dapo_bench.verifiers.base import Verdict
-from dapo_bench.verifiers.code import CodeVerifier
-from dapo_bench.verifiers.math import MathVerifier
-
-WORKER_CMDS = {"dapo_bench.verifiers.math.serve": "math", "dapo_bench.verifiers.code.worker":
-               "code"}
+from dapo_bench.verifiers.base import VERIFIERS, Verdict
 
 
 def serialize_ast_parse() -> None:
@@ -67,43 +65,106 @@ def infrastructure_error(v: Verdict) -> bool:
     return v.infra_error
 
 
+class _Shared:
+    """One instance of a thread-safe verifier with *workers* workers, a batch at a time from
+    several threads; an item that failed in the verifier itself is rerun once."""
+
+    def __init__(self, name: str, cls: type, workers: int, opts: dict, metrics: Metrics):
+        self.name, self.metrics = name, metrics
+        self.verifier = cls(workers=workers, **cls.serve_options, **opts)
+        self.exec = ThreadPoolExecutor(workers + 1, thread_name_prefix=name)
+
+    def probe(self) -> str | None:
+        return self.exec.submit(self.verifier.probe).result()
+
+    async def run(self, preds: list, golds: list, finished: list[bool]) -> list[Verdict]:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self.exec, self._batch, preds, golds, finished)
+
+    def _batch(self, preds: list, golds: list, finished: list[bool]) -> list[Verdict]:
+        out = self.verifier.verify_batch(preds, golds, finished=finished)
+        again = [i for i, v in enumerate(out) if infrastructure_error(v)]
+        if again:
+            self.metrics.rerun.labels(self.name).inc(len(again))
+            redo = self.verifier.verify_batch([preds[i] for i in again],
+                                              [golds[i] for i in again],
+                                              finished=[finished[i] for i in again])
+            for i, v in zip(again, redo):
+                out[i] = v
+        return out
+
+    def close(self) -> None:
+        self.exec.shutdown(wait=True)
+        self.verifier.close()
+
+
+class _Lanes:
+    """*workers* instances of one worker each; an item takes a free lane, so a slow item holds
+    one lane, not a batch; an item that failed in the verifier itself is rerun once."""
+
+    def __init__(self, name: str, cls: type, workers: int, opts: dict, metrics: Metrics):
+        self.name, self.metrics = name, metrics
+        self.all = [cls(workers=1, **cls.serve_options, **opts) for _ in range(workers)]
+        self.free: queue.Queue = queue.Queue()
+        self.exec = ThreadPoolExecutor(workers, thread_name_prefix=name)
+
+    def probe(self) -> str | None:
+        problems = [f.result() for f in [self.exec.submit(lane.probe) for lane in self.all]]
+        for lane in self.all:
+            self.free.put(lane)
+        return next((p for p in problems if p), None)
+
+    async def run(self, preds: list, golds: list, finished: list[bool]) -> list[Verdict]:
+        loop = asyncio.get_running_loop()
+        return list(await asyncio.gather(*(
+            loop.run_in_executor(self.exec, self._one, p, g, f)
+            for p, g, f in zip(preds, golds, finished))))
+
+    def _one(self, pred, gold, finished: bool) -> Verdict:
+        lane = self.free.get()
+        try:
+            (v,) = lane.verify_batch([pred], [gold], finished=[finished])
+            if infrastructure_error(v):
+                self.metrics.rerun.labels(self.name).inc()
+                (v,) = lane.verify_batch([pred], [gold], finished=[finished])
+            return v
+        finally:
+            self.free.put(lane)
+
+    def close(self) -> None:
+        self.exec.shutdown(wait=True)
+        for lane in self.all:
+            lane.close()
+
+
 class Engine:
     def __init__(self, workers: int, timeout: float | None, queue_size: int,
                  metrics: Metrics) -> None:
         serialize_ast_parse()
         self.workers, self.queue_size, self.metrics = workers, queue_size, metrics
         opts = {} if timeout is None else {"timeout": timeout}
-        # the fast path in the workers too: this process parses and answers HTTP
-        self.math = MathVerifier(workers=workers, fast_in_workers=True, **opts)
-        self._lanes: queue.Queue[CodeVerifier] = queue.Queue()
-        self._all_lanes = [CodeVerifier(workers=1, **opts) for _ in range(workers)]
-        self._math_exec = ThreadPoolExecutor(workers + 1, thread_name_prefix="math")
-        self._code_exec = ThreadPoolExecutor(workers, thread_name_prefix="code")
+        self.runners = {e.name: (_Lanes if e.obj.serve_lanes else _Shared)(
+            e.name, e.obj, workers, opts, metrics) for e in VERIFIERS}
+        self.worker_cmds = {e.obj.worker_module: e.name for e in VERIFIERS
+                            if e.obj.worker_module}
         self.admitted = 0
-        self.code_problem: str | None = None  # why the code sandbox cannot grade, if it cannot
+        self.problems: dict[str, str] = {}  # verifier -> why it cannot grade (none: it can)
         self._pids: dict[int, str] = {}
         self._pids_lock = threading.Lock()
         self._stop = threading.Event()
         self._watch = threading.Thread(target=self._watch_workers, daemon=True)
 
     def start(self) -> None:
-        """Start every worker now (sympy imported, sandbox probed), in parallel."""
-        hello = ("print(1)", {"inputs": [""], "outputs": ["1\n"]})
-        warm = self._math_exec.submit(self.math.warm)
-        hellos = [self._code_exec.submit(lane.verify, *hello) for lane in self._all_lanes]
-        warm.result()
-        for h in hellos:
-            v = h.result()
-            if not v.passed:  # e.g. not isolated: every code verdict would be sandbox_error
-                self.code_problem = (v.details.get("first_failure") or {}).get("error", v.reason)
-        for lane in self._all_lanes:
-            self._lanes.put(lane)
+        """Start every worker now (sympy imported, sandbox probed), verifiers in parallel."""
+        with ThreadPoolExecutor(len(self.runners)) as ex:
+            found = dict(zip(self.runners, ex.map(lambda r: r.probe(), self.runners.values())))
+        self.problems = {name: why for name, why in found.items() if why}
         self._scan()
         self._watch.start()
 
     def worker_pids(self) -> dict[str, list[int]]:
         with self._pids_lock:
-            out: dict[str, list[int]] = {"math": [], "code": []}
+            out: dict[str, list[int]] = {name: [] for name in self.runners}
             for pid, kind in sorted(self._pids.items()):
                 out[kind].append(pid)
             return out
@@ -123,40 +184,11 @@ class Engine:
     async def run(self, verifier: str, preds: list, golds: list, finished: list[bool]
                   ) -> list[Verdict]:
         """Verdicts in input order (the caller has admitted ``len(preds)`` items)."""
-        loop = asyncio.get_running_loop()
-        if verifier == "math":
-            out = await loop.run_in_executor(self._math_exec, self._math_batch, preds, golds,
-                                             finished)
-        else:
-            out = list(await asyncio.gather(*(
-                loop.run_in_executor(self._code_exec, self._code_one, p, g)
-                for p, g in zip(preds, golds))))
+        out = await self.runners[verifier].run(preds, golds, finished)
         self.metrics.items.labels(verifier).inc(len(out))
         for v in out:
             self.metrics.verdicts.labels(verifier, v.reason).inc()
         return out
-
-    def _math_batch(self, preds: list, golds: list, finished: list[bool]) -> list[Verdict]:
-        out = self.math.verify_batch(preds, golds, finished=finished)
-        again = [i for i, v in enumerate(out) if infrastructure_error(v)]
-        if again:
-            self.metrics.rerun.labels("math").inc(len(again))
-            redo = self.math.verify_batch([preds[i] for i in again], [golds[i] for i in again],
-                                          finished=[finished[i] for i in again])
-            for i, v in zip(again, redo):
-                out[i] = v
-        return out
-
-    def _code_one(self, program: str, tests) -> Verdict:
-        lane = self._lanes.get()
-        try:
-            v = lane.verify(program, tests)
-            if infrastructure_error(v):
-                self.metrics.rerun.labels("code").inc()
-                v = lane.verify(program, tests)
-            return v
-        finally:
-            self._lanes.put(lane)
 
     def _scan(self) -> None:
         """Note this process's verifier workers; count those that ended since the last scan."""
@@ -171,7 +203,7 @@ class Engine:
                     cmd = f.read().decode(errors="replace")
             except (OSError, ValueError, IndexError):
                 continue
-            kind = next((k for m, k in WORKER_CMDS.items() if m in cmd), None)
+            kind = next((k for m, k in self.worker_cmds.items() if m in cmd), None)
             if kind:
                 now[int(pid)] = kind
         with self._pids_lock:
@@ -188,8 +220,5 @@ class Engine:
         self._stop.set()
         if self._watch.is_alive():
             self._watch.join()
-        self._math_exec.shutdown(wait=True)
-        self._code_exec.shutdown(wait=True)
-        self.math.close()
-        for lane in self._all_lanes:
-            lane.close()
+        for runner in self.runners.values():
+            runner.close()

@@ -127,7 +127,9 @@ class TaskSpec:
     solution_transform: str = "identity"  # fields.solution -> the text SFT trains on
     prompt: Prompt = Prompt()
     verifier: VerifierSpec = VerifierSpec()
-    answer: str = "math"  # how a completion becomes a prediction: "math" (text) | "code"
+    # how a completion becomes the verifier's input is the verifier's own rule; ``answer``, if
+    # given (older specs), must name the same verifier
+    answer: str | None = None
     code_prefix_field: str | None = None  # HumanEval: prepend this field to a body-only answer
     metrics: tuple[str, ...] = ("acc", "pass@k", "maj@k")
     max_new_tokens: int = 1024
@@ -224,8 +226,10 @@ def _check(spec: TaskSpec, path: Path) -> None:
             raise UserError(f"{path}: source.url.url must end in .jsonl, .json or .parquet")
     if spec.prompt.style not in ("chat", "raw"):
         raise UserError(f"{path}: prompt.style must be 'chat' or 'raw', got {spec.prompt.style!r}")
-    if spec.answer not in ("math", "code"):
-        raise UserError(f"{path}: answer must be 'math' or 'code', got {spec.answer!r}")
+    if spec.answer is not None and spec.answer != spec.verifier.name:
+        raise UserError(f"{path}: answer {spec.answer!r} must name the spec's verifier "
+                        f"({spec.verifier.name!r}) or be left out: the verifier decides how a "
+                        "completion becomes its input")
     for m in spec.metrics:
         if m not in METRIC_KINDS:
             raise UserError(f"{path}: metrics: unknown {m!r} (known: {', '.join(METRIC_KINDS)})")

@@ -5,15 +5,17 @@
     with task.verifier() as v:
         verdicts = task.score(v, texts, problems)         # one Verdict per text, in order
 
-``score`` turns each completion into the verifier's prediction: math tasks pass the full text
-(the math verifier extracts the answer), code tasks extract the last fenced code block (and, for
-HumanEval-style tasks, complete the program with the prompt when the model wrote only a body).
-``vote_key`` gives the normalised answer maj@k votes on. ``messages`` gives a chat task's
-turns for a server that applies the chat template itself (``--backend openai --api chat``).
+``score`` turns each completion into the verifier's input by the verifier's own rule (its
+``input_from``: math reads the full text, code runs the last fenced code block, completed with
+the prompt's code when the model wrote only a function body), the one rule that training, the
+reward callables and the server use too. ``vote_key`` gives what maj@k votes on (the verifier's:
+math the normalised answer, code nothing).
+``messages`` gives a chat task's turns for a server that applies the chat template itself
+(``--backend openai --api chat``).
 
-**Thinking**: ``prediction`` first keeps a completion's answer, never its thinking
-(``verifiers.base.answer_text``, the one rule that eval, training rewards and the reward
-functions of ``dapo_bench.rewards`` share). Thinking a server returns apart
+**Thinking**: the verifier's input is a completion's answer, never its thinking
+(``verifiers.base.answer_text``, applied by every verifier's ``input_from``, so eval, training
+rewards, the reward callables and the server share it). Thinking a server returns apart
 (``reasoning_content``) is kept in the sample's ``reasoning`` and never reaches the verifier.
 
 Not covered: generation (dapo_bench.generation) and metrics (dapo_bench.eval.metrics).
@@ -33,7 +35,7 @@ from dapo_bench.io import rows_digest
 from dapo_bench.tasks.golds import make_gold
 from dapo_bench.tasks.sources import load_rows
 from dapo_bench.tasks.spec import TASKS, TaskSpec, resolve_template
-from dapo_bench.verifiers.base import Verdict, Verifier, answer_text
+from dapo_bench.verifiers.base import Verdict, Verifier
 
 _FIELD = re.compile(r"\{(\w+)\}")
 
@@ -111,10 +113,7 @@ class Task:
     def make_verifier(self, **overrides: Any) -> Verifier:
         """A new instance of the spec's verifier with its options (overrides win); the caller
         closes it. ``verifier_key`` says which tasks can share one instance."""
-        from dapo_bench.verifiers.base import VERIFIERS
-
-        cls = VERIFIERS.get(self.spec.verifier.name)
-        return cls(**{**self.spec.verifier.options, **overrides})
+        return self.verifier_cls(**{**self.spec.verifier.options, **overrides})
 
     @property
     def verifier_key(self) -> str:
@@ -132,23 +131,17 @@ class Task:
         finally:
             v.close()
 
-    def prediction(self, text: str, problem: Problem) -> str:
-        """What the verifier reads: the answer (:func:`answer_text`); code: its program."""
-        text = answer_text(text)
-        if self.spec.answer == "math":
-            return text
-        from dapo_bench.verifiers.code import extract_code
+    @property
+    def verifier_cls(self) -> Any:
+        """The registered class of the spec's verifier: the rules of its kind."""
+        return _verifier_class(self.spec)
 
-        program = extract_code(text)
-        prefix_field = self.spec.code_prefix_field
-        entry = problem.gold.get("entry_point") if isinstance(problem.gold, dict) else None
-        if prefix_field and entry:
-            prefix = str(problem.extra.get(prefix_field, ""))
-            if not re.search(rf"^\s*def\s+{re.escape(entry)}\s*\(", program, re.MULTILINE):
-                return prefix + program  # the model wrote the body only
-            imports = [ln for ln in prefix.splitlines() if re.match(r"(import|from)\s", ln)]
-            return "\n".join(imports + [program])
-        return program
+    def prediction(self, text: str, problem: Problem) -> Any:
+        """The verifier's input for a completion of *problem* (its ``input_from``; a spec's
+        ``code_prefix_field`` names the code the model was asked to complete)."""
+        field_ = self.spec.code_prefix_field
+        prefix = str(problem.extra.get(field_, "")) if field_ else None
+        return self.verifier_cls.input_from(text, problem.gold, prefix)
 
     def score(self, verifier: Verifier, texts: list[str], problems: list[Problem],
               finished: list[bool] | None = None) -> list[Verdict]:
@@ -163,12 +156,13 @@ class Task:
         return verifier.verify_batch(preds, [p.gold for p in problems], finished=finished)
 
     def vote_key(self, verdict: Verdict) -> str | None:
-        """Normalised extracted answer for maj@k (None: no answer, no vote)."""
-        if self.spec.answer != "math" or verdict.extracted is None:
-            return None
-        from dapo_bench.verifiers.math import normalize_answer
+        """What maj@k votes on for this verdict (None: no answer, no vote)."""
+        return self.verifier_cls.vote_key(verdict)
 
-        return normalize_answer(verdict.extracted)
+    @property
+    def votes(self) -> bool:
+        """Whether the task's verifier casts maj@k votes."""
+        return bool(self.verifier_cls.votes)
 
 
 def build_problems(spec: TaskSpec, rows: list[dict], origin: str, overrides: dict) -> list[Problem]:
@@ -181,6 +175,7 @@ def build_problems(spec: TaskSpec, rows: list[dict], origin: str, overrides: dic
     id_field = overrides.get("id", f.id)
     subject_fields = {s: overrides.get(s, s) for s in f.subjects}
     problems, seen = [], set()
+    check_gold = _verifier_class(spec).check_gold  # a gold that is no gold: named, not a 0
     for i, row in enumerate(rows):
         where = f"{origin}: row {i + 1}"
         missing = [k for k in (*question_fields, gold_field) if k not in row]
@@ -198,6 +193,7 @@ def build_problems(spec: TaskSpec, rows: list[dict], origin: str, overrides: dic
             raise UserError(f"{where}: duplicate id {pid!r} in field {id_field!r}")
         seen.add(pid)
         gold = make_gold(spec.gold_transform, row[gold_field], row, where)
+        check_gold(gold, f"{where}: field {gold_field!r}")
         subjects = {k: str(row.get(src)) for k, src in subject_fields.items() if src in row}
         extra = {k: row[k] for k in spec.fields.extra if k in row}
         solution = None
@@ -206,6 +202,12 @@ def build_problems(spec: TaskSpec, rows: list[dict], origin: str, overrides: dic
         problems.append(Problem(pid, question, gold, subjects, extra, solution,
                                 rows_digest([row])))
     return problems
+
+
+def _verifier_class(spec: TaskSpec) -> Any:
+    from dapo_bench.verifiers.base import VERIFIERS
+
+    return VERIFIERS.get(spec.verifier.name)
 
 
 def _short(value: Any) -> str:

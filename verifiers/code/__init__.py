@@ -11,18 +11,14 @@ comparison, parent side), `limits`, `pool` (pre-loaded workers, one per core) ->
 assert-based tests, `zygote` (forks the program process: `proxy.serve`) and `checker` (the
 checker server running the checks through `proxy.Remote`); `values` (the plain data that
 crosses) and `wire` (framing); `layers`, `landlock` and `probe` (containment and its
-self-check); `api` (what is exported here). docs/code-sandbox.md says what is contained and
+self-check); `kind` (a completion's program, impossible tests for canaries), `attacks` (the
+exploit zoo); `api` (what is exported here). docs/code-sandbox.md says what is contained and
 what is not.
 """
 
-from dapo_bench.verifiers.code.api import (
-    CodeVerifier,
-    check_layers,
-    extract_code,
-    run_tests,
-    run_tests_batch,
-)
+from dapo_bench.verifiers.code.api import CodeVerifier, check_layers, run_tests, run_tests_batch
 from dapo_bench.verifiers.code.formats import decode_lcb_private, parse_tests
+from dapo_bench.verifiers.code.kind import extract_code
 from dapo_bench.verifiers.code.limits import Limits
 
 __all__ = [

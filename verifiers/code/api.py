@@ -1,5 +1,5 @@
 """The public API of the code verifier: `run_tests`, `run_tests_batch`, `CodeVerifier`,
-`check_layers`, `extract_code`.
+`check_layers` (and, from `kind`, `extract_code`).
 
 A verdict passes only when every test passes, the sandbox's network and write isolation are
 both active (otherwise every verdict is ``sandbox_error``), and, for assert-based tests, the
@@ -16,35 +16,27 @@ not compile)), ``first_failure`` (test index, status, error), ``form``, ``n_test
 from __future__ import annotations
 
 import atexit
-import re
 import secrets
 import threading
 import time
 from collections.abc import Callable
 from typing import Any
 
-from dapo_bench.verifiers.base import VERIFIERS, Verdict
+from dapo_bench.verifiers.base import (
+    VERIFIERS,
+    Kind,
+    Verdict,
+    answer_text,
+    completion_text,
+    structured,
+)
 from dapo_bench.verifiers.code.compare import stdout_matches, value_matches
 from dapo_bench.verifiers.code.formats import Spec, parse_tests
+from dapo_bench.verifiers.code.kind import check_tests, impossible_tests, program_from
 from dapo_bench.verifiers.code.limits import Limits
 from dapo_bench.verifiers.code.pool import Pool
 
 from dapo_bench.errors import UserError
-
-_FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)```", re.DOTALL)
-
-
-def extract_code(text: str) -> str:
-    """The last fenced python block of a model response (```python, ```py, or an unlabelled
-    fence when no python one exists); the whole text, stripped, when there is no fence."""
-    blocks = [(lang.lower(), body) for lang, body in _FENCE.findall(text)]
-    py = [b for lang, b in blocks if lang in ("python", "py", "python3")]
-    bare = [b for lang, b in blocks if not lang]
-    if py:
-        return py[-1].strip("\n")
-    if bare:
-        return bare[-1].strip("\n")
-    return text.strip()
 
 
 def grade(spec: Spec, head: dict, blobs: list[bytes], limits: Limits, token: str,
@@ -186,14 +178,52 @@ def check_layers(workers: int | None = 1) -> dict[str, tuple[bool, str]]:
 
 @VERIFIERS.register("code", help="sandboxed Python programs vs tests (stdin/stdout, call, "
                                  "assert: TACO, LiveCodeBench, HumanEval, MBPP, LeetCode)")
-class CodeVerifier:
-    """``verify(program, tests) -> Verdict``; owns its worker pool until `close`."""
+class CodeVerifier(Kind):
+    """``verify(program, tests) -> Verdict``; owns its worker pool until `close`. Safe to call
+    from several threads at once (verl's reward loop scores items concurrently): they share
+    the pool's workers, one job per worker at a time."""
 
     name = "code"
     # 2.0: assert-based checks in their own process (issue 14); 2.1: candidates hash with seed 0,
     # a set crosses the proxy in its sender's order, programs compile with dont_inherit (32)
     version = "2.1"
     fields = ("program", "tests")
+    # its kind (verifiers.base, verifiers.code.kind): a completion's program; a gold is tests
+    # (structured data); serving: one lane of one sandbox worker per program at a time, so a
+    # program that sleeps to its limit holds a lane, not a batch
+    column, serve_lanes, worker_module = "tests", True, "dapo_bench.verifiers.code.worker"
+
+    @classmethod
+    def input_from(cls, completion: Any, gold: Any = None, prefix: str | None = None,
+                   where: str = "completion") -> str:
+        return program_from(answer_text(completion_text(completion, where)), gold, prefix)
+
+    @classmethod
+    def check_gold(cls, gold: Any, where: str = "tests") -> None:
+        check_tests(gold, where)
+
+    @classmethod
+    def claims(cls, label: Any) -> bool:
+        return structured(label)
+
+    @classmethod
+    def impossible_gold(cls, gold: Any, rng: Any) -> dict:
+        return impossible_tests(gold)
+
+    @classmethod
+    def zoo(cls) -> tuple[list[str], list[str], dict]:
+        # imported here, never at module level: the sandbox workers import this module, and
+        # a program forked from one must not find the zoo's checks in its memory (the
+        # memory_lookup attack looks for them)
+        from dapo_bench.verifiers.code.attacks import zoo
+
+        return zoo()
+
+    def probe(self) -> str | None:
+        """Run a hello program: why the sandbox cannot grade (e.g. not isolated), or None."""
+        v = self.verify("print(1)", {"inputs": [""], "outputs": ["1\n"]})
+        return None if v.passed else (v.details.get("first_failure") or {}).get("error",
+                                                                                v.reason)
 
     def __init__(self, *, timeout: float | None = None, workers: int | None = None,
                  limits: Limits | dict | None = None, **unknown: Any):
@@ -207,11 +237,13 @@ class CodeVerifier:
             limits = Limits.from_dict(dict(limits.to_dict(), time_s=float(timeout)))
         self.limits, self.workers = limits, workers
         self._runner: _Runner | None = None
+        self._lock = threading.Lock()  # one pool, even when first called from several threads
 
     def _get(self) -> _Runner:
-        if self._runner is None:
-            self._runner = _Runner(self.workers)
-        return self._runner
+        with self._lock:
+            if self._runner is None:
+                self._runner = _Runner(self.workers)
+            return self._runner
 
     def verify(self, program: str, tests: Any) -> Verdict:
         return self.verify_batch([program], [tests])[0]

@@ -3,8 +3,10 @@
 Each worker is a fresh interpreter (``python -s -P``, booting
 ``dapo_bench.verifiers.code.worker``) with a minimal environment (no secrets of ours) and
 ``PYTHONHASHSEED=0`` (so every candidate and checker, forked from it, hashes as one process
-with that seed would), its own random unprivileged uid, and its own private temp base. `Pool.run(jobs)` sends jobs to idle workers (one thread per worker) and returns the
-raw results in order; a worker that dies is restarted and its job is a ``sandbox_error``.
+with that seed would), its own random unprivileged uid, and its own private temp base. `Pool.run(jobs)` sends jobs to
+idle workers (one thread per worker) and returns the raw results in order; a worker that dies
+is restarted and its job is a ``sandbox_error``. Calls from several threads at once share the
+workers: each worker serves one call at a time (a free list), never two jobs at once.
 `Pool.layers()` runs the probe once and caches ``layer -> (active, detail)``.
 
 Not here: test parsing and grading (``formats``, ``compare``, ``api``).
@@ -13,6 +15,7 @@ Not here: test parsing and grading (``formats``, ``compare``, ``api``).
 from __future__ import annotations
 
 import os
+import queue
 import random
 import select
 import shutil
@@ -121,11 +124,12 @@ class Pool:
         rng = random.SystemRandom()
         self._uids = rng.sample(range(2_000_000, 2_000_000_000), 2 * self.size)  # + checkers
         self._workers: list[_Worker | None] = [None] * self.size
-        self._lock = threading.Lock()
+        self._free: queue.Queue[int] = queue.Queue()  # workers no call is using
         self._layers: dict | None = None
         try:
             for i in range(self.size):
                 self._workers[i] = self._spawn(i)
+                self._free.put(i)
         except BaseException:
             self.close()
             raise
@@ -162,26 +166,32 @@ class Pool:
             return {"results": [], "fatal": {"fatal": str(e)}, "reason": reason}, []
 
     def run(self, jobs: list[dict], on_done=None) -> list[tuple[dict, list[bytes]]]:
-        """Run jobs on all workers; results in input order. ``on_done(k)`` after each."""
+        """Run jobs on all workers; results in input order. ``on_done(k)`` after each. Safe to
+        call from several threads: a serving thread takes a worker off the free list first."""
         out: list = [None] * len(jobs)
         nxt = iter(range(len(jobs)))
+        lock = threading.Lock()
 
-        def serve(i: int) -> None:
-            while True:
-                with self._lock:
-                    k = next(nxt, None)
-                if k is None:
-                    return
-                out[k] = self._call(i, jobs[k])
-                if on_done is not None:
-                    with self._lock:
-                        on_done(k)
+        def serve() -> None:
+            i = self._free.get()
+            try:
+                while True:
+                    with lock:
+                        k = next(nxt, None)
+                    if k is None:
+                        return
+                    out[k] = self._call(i, jobs[k])
+                    if on_done is not None:
+                        with lock:
+                            on_done(k)
+            finally:
+                self._free.put(i)
 
         n = min(self.size, len(jobs))
         if n <= 1:
-            serve(0)
+            serve()
             return out
-        threads = [threading.Thread(target=serve, args=(i,), daemon=True) for i in range(n)]
+        threads = [threading.Thread(target=serve, daemon=True) for _ in range(n)]
         for t in threads:
             t.start()
         for t in threads:
@@ -189,14 +199,18 @@ class Pool:
         return out
 
     def layers(self) -> dict[str, tuple[bool, str]]:
-        """Probe once (in worker 0, as a program would run) and cache the answer."""
+        """Probe once (in a free worker, as a program would run) and cache the answer."""
         if self._layers is None:
             job = {"kind": "probe", "program": "", "limits": {"time_s": 5.0}}
-            head, _ = self._call(0, job)
+            i = self._free.get()
+            try:
+                head, _ = self._call(i, job)
+                hello = self._workers[i].hello if self._workers[i] else {}
+            finally:
+                self._free.put(i)
             report = None
             for r in head.get("results", []):
                 report = r.get("probe", report)
-            hello = self._workers[0].hello if self._workers[0] else {}
             self._layers = probe.summarise(hello, report)
         return self._layers
 

@@ -31,6 +31,7 @@ same answers, in any order.
 
 from __future__ import annotations
 
+import math
 import os
 import threading
 import time
@@ -39,11 +40,12 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from dapo_bench.verifiers.base import VERIFIERS, Verdict
+from dapo_bench.verifiers.base import VERIFIERS, Kind, Verdict, short, structured
 from dapo_bench.verifiers.math.check import fast_compare, prepare
 from dapo_bench.verifiers.math.extract import MAX_TEXT, find_answer, gold_answer, last_boxed
 from dapo_bench.verifiers.math.match import Trace
 from dapo_bench.verifiers.math.normalize import MAX_ANSWER, TooLarge, parse_number
+from dapo_bench.verifiers.math.probes import ATTACKS, GOLD, decoy_gold
 from dapo_bench.verifiers.math.structure import Node
 from dapo_bench.verifiers.math.worker import Timeout, WorkerDied, WorkerError, WorkerPool
 
@@ -56,21 +58,31 @@ SPREAD_MIN = 16  # pairs a batch needs before ``fast_in_workers`` sends its fast
 SPREAD_CHUNK = 64  # fewest pairs of a chunk sent to one worker (so a small batch is one trip)
 
 
-def gold_forms(gold: Any) -> list[str]:
-    """The acceptable forms of *gold* (see the module docstring); UserError for other types."""
+def gold_forms(gold: Any, where: str = "gold answer") -> list[str]:
+    """The acceptable forms of *gold* (see the module docstring). A gold that is no gold is a
+    UserError naming *where*: missing (None), empty or blank, ``nan``, a number that is not
+    finite (JSON's ``NaN``, ``1e999``), an empty list, a type other than those above: graded, it
+    would fail every answer, a zero no policy could earn."""
     if isinstance(gold, (list, tuple)):
         if not gold:
-            raise UserError("gold answer is an empty list")
-        return [f for g in gold for f in gold_forms(g)]
-    if isinstance(gold, bool) or gold is None:
-        raise UserError(f"gold answer must be a string, number or list, got {gold!r}")
+            raise UserError(f"{where} is an empty list")
+        return [f for k, g in enumerate(gold) for f in gold_forms(g, f"{where}[{k}]")]
+    if gold is None:
+        raise UserError(f"{where} is missing (null)")
+    if isinstance(gold, bool) or not isinstance(gold, (int, float, str)):
+        raise UserError(f"{where} must be a string, a number or a list of them, got "
+                        f"{type(gold).__name__} {short(gold)}")
     if isinstance(gold, int):
         return [str(gold)]
     if isinstance(gold, float):
+        if not math.isfinite(gold):
+            raise UserError(f"{where} is not a finite number ({gold!r})")
         return [str(int(gold)) if gold.is_integer() else repr(gold)]
-    if isinstance(gold, str):
-        return [gold]
-    raise UserError(f"gold answer must be a string, number or list, got {type(gold).__name__}")
+    if not gold.strip():
+        raise UserError(f"{where} is empty")
+    if gold.strip().lower() == "nan":
+        raise UserError(f"{where} is {gold.strip()!r}: a missing value, not an answer")
+    return [gold]
 
 
 @dataclass
@@ -262,7 +274,7 @@ def verify_batch(predictions: Sequence[str], golds: Sequence[Any], *, mode: str 
 
 
 @VERIFIERS.register("math", help="answer extraction + exact/sympy equivalence (bounded)")
-class MathVerifier:
+class MathVerifier(Kind):
     """Math answers: ``verify(prediction, gold) -> Verdict`` (see the module docstring).
 
     ``workers`` sympy worker processes (default: all cores) are started lazily and killed by
@@ -278,6 +290,36 @@ class MathVerifier:
     version = "3.1"  # 2.1: a cut-off response needs a marked answer; 3.0: issue 31 (docs);
     # 3.1: the final sentence comes before a closing check; a recent answer phrase beats it
     fields = ("prediction", "gold")
+    # its kind (verifiers.base): a completion is its text (Kind's); a gold a string, number or
+    # list of them; maj@k votes on the extracted answer; the server runs the fast path in workers
+    column, prediction_types, votes = "answer", (str, int, float), True
+    serve_options, worker_module = {"fast_in_workers": True}, "dapo_bench.verifiers.math.serve"
+
+    @classmethod
+    def check_gold(cls, gold: Any, where: str = "gold answer") -> None:
+        gold_forms(gold, where)
+
+    @classmethod
+    def claims(cls, label: Any) -> bool:  # blank and null too: check_gold says what is wrong
+        flat = label if isinstance(label, (list, tuple)) else [label]
+        return not structured(label) and all(
+            x is None or isinstance(x, (str, int, float)) for x in flat)
+
+    @classmethod
+    def vote_key(cls, verdict: Verdict) -> str | None:
+        return None if verdict.extracted is None else normalize_answer(verdict.extracted)
+
+    @classmethod
+    def impossible_gold(cls, gold: Any, rng: Any) -> str:
+        return decoy_gold(rng)
+
+    @classmethod
+    def stating(cls, gold: Any) -> str:
+        return f"\\boxed{{{gold}}}"
+
+    @classmethod
+    def zoo(cls) -> tuple[list[str], list[str], str]:
+        return list(ATTACKS), list(ATTACKS), GOLD
 
     def __init__(self, *, timeout: float = 5.0, workers: int | None = None, mode: str = "full",
                  fallback_last_number: bool = True, fast_in_workers: bool = False,
@@ -312,6 +354,8 @@ class MathVerifier:
     def warm(self) -> None:
         """Start all sympy workers now (about 1 s each, in parallel) instead of on first need."""
         self._pool.warm()
+
+    probe = warm  # the server's start: every worker up (no reason it could not grade)
 
     def close(self) -> None:
         self._pool.close()
