@@ -30,6 +30,10 @@ demo: install
 # take its private uids, so every hostile test skips (pytest names the inactive layers).
 # tests/test_smollm2.py's DAPO token-exactness test is among them (~85 s on a quiet machine, plus
 # ~20 s the first time to dequantise the GGUF into ~/.cache/dapo-bench).
+# tests/test_openai_backend.py and test_openai_chat.py start `transformers serve` on loopback
+# (the arith policy, twice; SmolLM2, once) for --backend openai: 47 s and 41 s on the 2-core
+# VM at load 3, ~4.5 and ~3 min at load 8-10; test-vllm adds `vllm serve`
+# (tests/test_openai_vllm.py, 2.5 min at load 8).
 UNSHARE = unshare $(if $(filter 0,$(shell id -u)),,--user --map-root-user) --pid --fork --mount-proc
 test: install-dev
 	$(PY) -m pytest -q -m "not hostile and not slow and not interop"

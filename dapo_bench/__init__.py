@@ -19,7 +19,7 @@ The layout, top floor first (docs/architecture.md draws it and says why)::
     eval/                 generate + verify + score tasks, result files
     leaderboard/          tables and plots from result files (reads results only)
     serve/                the HTTP reward server (``dapo-bench serve``) and the verify row format
-    generation/           one Generator interface; hf and vllm backends
+    generation/           one Generator interface; hf and vllm backends, and openai (a server)
     tasks/                task specs parsed, rows, prompts, scoring through a verifier (the
                           YAML specs are data: the repository's tasks/, dapo_bench.task_specs)
     models                load / save / count a policy; Policy, the handle a run passes on

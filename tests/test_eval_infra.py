@@ -82,7 +82,7 @@ def test_a_task_with_no_verified_problem_is_an_error(tmp_path, monkeypatch):
         return [Verdict(False, "verifier_error") for _ in texts]
 
     monkeypatch.setattr(Task, "score", broken)
-    with pytest.raises(RuntimeError, match="arith: the verifier failed on its own side on every "
-                                           "problem .*verifier_error.*rerun"):
+    with pytest.raises(RuntimeError, match="arith: every problem failed on the infrastructure's "
+                                           "side .*verifier_error.*rerun"):
         evaluate(gen, [task], run_dir=tmp_path / "r", n=1, quiet=True)
     assert len(read_jsonl(tmp_path / "r" / "samples.jsonl")) == 2  # kept for the rerun

@@ -46,6 +46,10 @@ flag; see dapo_bench.rewards) instead of a 0 that a policy would learn from.
 No silent zero: a gold that is no gold (empty, NaN, missing, of the wrong kind) and a chat with
 no assistant turn are the caller's mistake and raise UserError; only the model's own failure
 scores 0.
+
+``answer_text``: what a verifier is given of a completion is its answer, not its thinking (the
+text after the last ``</think>``); ``Kind.input_from`` (and so every caller: eval, training
+rewards, the reward callables, the server) applies it.
 """
 
 from __future__ import annotations
@@ -160,7 +164,7 @@ class Kind:
     @classmethod
     def input_from(cls, completion: Any, gold: Any = None, prefix: str | None = None,
                    where: str = "completion") -> Any:
-        return completion_text(completion, where)
+        return answer_text(completion_text(completion, where))
 
     @classmethod
     def check_gold(cls, gold: Any, where: str = "gold") -> None:
@@ -238,3 +242,18 @@ def verifier_for_label(label: Any, where: str = "label") -> str:
                         f"({type(label).__name__} {short(label)}); name the verifier")
     raise UserError(f"{where}: a label of this shape is read by several verifiers "
                     f"({', '.join(names)}); name the verifier")
+
+
+THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
+
+
+def answer_text(text: str) -> str:
+    """What a verifier is given of a completion: its answer, never its thinking. Text up to
+    the last ``</think>`` is thinking (a template that opens ``<think>`` in the prompt, as
+    DeepSeek-R1's does, included) and the answer is what follows it; a completion that opens
+    ``<think>`` and never closes it was cut off while thinking and has no answer (""); a
+    completion without the tags is read whole. Every kind's ``input_from`` applies it."""
+    k = text.rfind(THINK_CLOSE)
+    if k >= 0:
+        return text[k + len(THINK_CLOSE):]
+    return "" if text.lstrip().startswith(THINK_OPEN) else text

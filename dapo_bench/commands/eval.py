@@ -21,8 +21,10 @@ Opt = typer.Option
 EXAMPLES = examples("""
     dapo-bench eval --tasks arith --limit 20          # the embedded toy, offline, seconds
     dapo-bench eval --suite math --model Qwen/Qwen2.5-Math-1.5B-Instruct --limit 100
-    dapo-bench eval --tasks gsm8k,math500 --model ./my-model --n 8 --temperature 0.6
+    dapo-bench eval --tasks gsm8k,math500 --backend openai --base-url http://127.0.0.1:8000/v1 --n 8 --temperature 0.6 --concurrency 32
 """)
+OPENAI_FLAGS = ("--base-url", "--api", "--api-key-env", "--tokenizer", "--concurrency",
+                "--request-timeout", "--max-retries", "--extra-body")
 
 
 def register(app: typer.Typer) -> None:
@@ -35,8 +37,10 @@ def register(app: typer.Typer) -> None:
             "--tasks", metavar=NAMES, help="tasks, comma-separated or repeated")] = None,
         model: Annotated[str | None, Opt(
             "--model", help="model directory or hub id (default: the tasks' default_model, "
-            "e.g. arith's shipped policy)")] = None,
-        backend: Annotated[str, Opt(help="generator backend: hf | vllm")] = "hf",
+            "e.g. arith's shipped policy); openai: the name the server knows (default: its "
+            "only model)")] = None,
+        backend: Annotated[str, Opt(
+            help="generator backend: hf | vllm | openai (a served model, docs/tasks.md)")] = "hf",
         n: Annotated[int, Opt("--n", help="samples per problem (n > 1 needs --temperature)")] = 1,
         temperature: Annotated[float, Opt(help="0 = greedy")] = 0.0,
         top_p: Annotated[float, Opt("--top-p", help="nucleus sampling mass")] = 1.0,
@@ -57,6 +61,28 @@ def register(app: typer.Typer) -> None:
             "--threads", help="hf: torch threads (default 1 for the arith reference policy)")] = None,
         quiet: Annotated[bool, Opt(help="plain log lines, no progress bars")] = False,
         report_to: Annotated[str, Opt("--report-to", help=REPORT_TO_HELP)] = "none",
+        base_url: Annotated[str | None, Opt(
+            "--base-url", help="openai: the server's URL, e.g. http://127.0.0.1:8000/v1")] = None,
+        api: Annotated[str | None, Opt(
+            "--api", help="openai: chat (the server applies the chat template; default) | "
+            "completions (the prompt rendered here with --tokenizer)")] = None,
+        api_key_env: Annotated[str | None, Opt(
+            "--api-key-env", help="openai: the environment variable holding the API key "
+            "(default OPENAI_API_KEY, used when set); never written to a file")] = None,
+        tokenizer: Annotated[str | None, Opt(
+            "--tokenizer", help="openai --api completions: the served model's tokenizer (a "
+            "directory or hub id; default: --model when it is a local directory)")] = None,
+        concurrency: Annotated[int | None, Opt(
+            "--concurrency", help="openai: requests in flight (default 8)")] = None,
+        request_timeout: Annotated[float | None, Opt(
+            "--request-timeout", help="openai: seconds one request may take (default 600)")
+        ] = None,
+        max_retries: Annotated[int | None, Opt(
+            "--max-retries", help="openai: retries of a request on 429, 5xx, timeouts and lost "
+            "connections, with backoff (default 5)")] = None,
+        extra_body: Annotated[str | None, Opt(
+            "--extra-body", help="openai: a JSON object added to every request (e.g. "
+            "'{\"top_k\": 20}')")] = None,
     ) -> None:
         """Evaluate a model: runs/<run-id>/results.json + samples.jsonl (rerun to resume)."""
         from rich.console import Console
@@ -88,42 +114,88 @@ def register(app: typer.Typer) -> None:
             if name not in names:
                 raise UserError(f"--data-file {item!r}: task {name!r} is not being evaluated")
             files[name] = path
+        served = {"base_url": base_url, "api": api, "api_key_env": api_key_env,
+                  "tokenizer": tokenizer, "concurrency": concurrency,
+                  "timeout": request_timeout, "max_retries": max_retries,
+                  "extra_body": extra_body}
+        gen = None
+        if backend == "openai":  # the server is asked now: a wrong flag stops before any write
+            gen = served_generator(model, served)
+            model = gen.model
+            if gen.prompt_format == "messages":
+                from dapo_bench.tasks import TASKS
+                from dapo_bench.tasks.task import check_chat
+
+                for name in names:
+                    check_chat(TASKS.get(name))
+        else:
+            given = [f for f, v in zip(OPENAI_FLAGS, served.values()) if v is not None]
+            if given:
+                raise UserError(f"{given[0]} is an option of --backend openai (got --backend "
+                                f"{backend})")
         if model is None:
             model, spec_threads = default_model_for(names)
             threads = threads or spec_threads
         rid = run_id or default_run_id(names, model, _settings(
             names, model, backend, n, temperature, top_p, max_new_tokens, seed, limit,
-            data_dir, files), suite)
+            data_dir, files, gen.fingerprint() if gen else None), suite)
         run_dir = out / rid
         main = dist.is_main()  # several ranks: one of them speaks for the run
         if main:
             print(f"run {rid} -> {run_dir} (the same command resumes it)", file=sys.stderr)
         quiet_accelerator_probe()
         config = {"suite": suite, "tasks": names, "command": "eval"}
-        with recording(report_to, run_dir, name=rid, config=config):
-            results = evaluate(
-                model, names, run_dir=run_dir, n=n, temperature=temperature, top_p=top_p,
-                max_new_tokens=max_new_tokens, seed=seed, limit=limit, backend=backend,
-                data_dir=data_dir, data_files=files, quiet=quiet,
-                generator_options={"batch_size": batch_size, "threads": threads}
-                if backend == "hf" else None, config=config)
-            eval_metrics("eval", {t: r["metrics"] for t, r in results["tasks"].items()})
+        try:
+            with recording(report_to, run_dir, name=rid, config=config):
+                results = evaluate(
+                    gen or model, names, run_dir=run_dir, n=n, temperature=temperature,
+                    top_p=top_p, max_new_tokens=max_new_tokens, seed=seed, limit=limit,
+                    backend=backend, data_dir=data_dir, data_files=files, quiet=quiet,
+                    generator_options={"batch_size": batch_size, "threads": threads}
+                    if backend == "hf" else None, config=config)
+                eval_metrics("eval", {t: r["metrics"] for t, r in results["tasks"].items()})
+        finally:
+            if gen is not None:
+                gen.close()
         if main:
             Console().print(summary_table(results))
             Console(stderr=True).print(f"wrote {run_dir / 'results.json'} and samples.jsonl")
 
 
+def served_generator(model: str | None, served: dict):
+    """The ``openai`` generator of eval's flags (``served``: flag values, None = default):
+    it asks the server for its models, so a wrong URL, key or model name is a one-line error
+    naming the flag before anything is written."""
+    import json
+
+    from dapo_bench.errors import UserError
+    from dapo_bench.generation.base import load_generator
+    from dapo_bench.generation.openai import KEY_ENV
+
+    opts = {k: v for k, v in served.items() if v is not None}
+    if "extra_body" in opts:
+        try:
+            opts["extra_body"] = json.loads(opts["extra_body"])
+        except json.JSONDecodeError as e:
+            raise UserError(f"--extra-body: not valid JSON ({e.msg} at char {e.pos})") from None
+    opts["key_required"] = "api_key_env" in opts  # named explicitly: it must be set
+    opts.setdefault("api_key_env", KEY_ENV)
+    return load_generator("openai", model, **opts)
+
+
 def _settings(names, model, backend, n, temperature, top_p, max_new_tokens, seed, limit,
-              data_dir, files) -> dict:
+              data_dir, files, backend_settings=None) -> dict:
     """What the default run id is a function of: everything the samples depend on (paths made
-    absolute), nothing cosmetic (--quiet, --out, --batch-size, --threads)."""
+    absolute), nothing cosmetic (--quiet, --out, --batch-size, --threads; openai: the address,
+    the key, concurrency, timeouts and retries, so a rerun through another tunnel resumes)."""
     def absolute(p) -> str:
         return str(Path(p).resolve()) if Path(p).exists() else str(p)
 
     return {"tasks": names, "model": absolute(model), "backend": backend, "n": n,
             "temperature": temperature, "top_p": top_p, "max_new_tokens": max_new_tokens or None,
             "seed": seed, "limit": limit, "data_dir": absolute(data_dir) if data_dir else None,
-            "data_files": {k: absolute(v) for k, v in sorted(files.items())}}
+            "data_files": {k: absolute(v) for k, v in sorted(files.items())},
+            **({"backend_settings": backend_settings} if backend_settings else {})}
 
 
 def default_model_for(names: list[str]) -> tuple[str, int | None]:

@@ -70,7 +70,9 @@ def register(app: typer.Typer) -> None:
         run_id: Annotated[str | None, Opt(
             help="run dir name (rerun with the same id to resume)")] = None,
         seed: Annotated[int, Opt(help="seed of sampling, data order and init")] = 0,
-        backend: Annotated[str, Opt(help="generation backend: hf | vllm")] = "hf",
+        backend: Annotated[str, Opt(
+            help="generation backend: hf | vllm (openai is eval's only: training needs the "
+            "sampled token ids)")] = "hf",
         deepspeed: Annotated[str, Opt(help="training engine: none | zero0..zero3")] = "none",
         offload: Annotated[bool, Opt(help="ZeRO CPU offload of optimizer state")] = False,
         bf16: Annotated[bool, Opt(help="DeepSpeed bf16 mixed precision (GPU)")] = False,

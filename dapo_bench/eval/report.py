@@ -19,8 +19,9 @@ def model_info(gen: Any, arg: Any) -> dict:
     and the device it ran on."""
     path = str(getattr(gen, "model_path", None) or arg)
     p = Path(path)
-    digest = hash_path(p) if p.exists() else f"hub:{path}"
-    return {"path": path, "hash": digest, "n_params": int(gen.n_params),
+    digest = getattr(gen, "model_hash", None) or (hash_path(p) if p.exists() else f"hub:{path}")
+    n_params = gen.n_params  # None: a served model's size is not known here
+    return {"path": path, "hash": digest, "n_params": None if n_params is None else int(n_params),
             "name": p.name or path, "device": str(getattr(gen, "device", "unknown"))}
 
 
@@ -33,9 +34,9 @@ def task_result(task: Any, rows: list[dict], verifier: dict, max_new_tokens: int
     rows = [r for r in rows if not broken[r["id"]]]
     if all_rows and not rows:
         why = sorted({s["reason"] for v in broken.values() for s in v})
-        raise RuntimeError(f"{task.name}: the verifier failed on its own side on every problem "
-                           f"(infrastructure errors: {', '.join(why)}); the samples are kept, "
-                           f"rerun the command to verify them again")
+        raise RuntimeError(f"{task.name}: every problem failed on the infrastructure's side "
+                           f"(the verifier or the generator's requests: {', '.join(why)}); the "
+                           f"samples are kept, rerun the command to try them again")
     passed = [[bool(s["passed"]) for s in r["samples"]] for r in rows]
     keys = None
     if "maj@k" in task.spec.metrics and task.votes:
@@ -65,11 +66,25 @@ def task_result(task: Any, rows: list[dict], verifier: dict, max_new_tokens: int
         "metrics": task_metrics(passed, keys, task.spec.metrics),
         "breakdown": breakdown([r.get("subjects") or {} for r in rows], per_problem),
         "reasons": dict(reasons.most_common()),
+        **_server_usage(all_rows),
         **({"infra_errors": {
             "problems": len(lost), "samples": sum(len(v) for v in lost.values()),
             "reasons": sorted({s["reason"] for v in lost.values() for s in v}),
             "ids": sorted(lost)[:20]}} if lost else {}),
     }
+
+
+def _server_usage(rows: list[dict]) -> dict:
+    """What a server reported for a task's samples (``--backend openai``): its finish reasons
+    and token usage; {} for the in-process backends."""
+    meta = [s["server"] for r in rows for s in r["samples"] if s.get("server")]
+    if not meta:
+        return {}
+    return {"server": {
+        "finish_reasons": dict(Counter(str(m.get("finish_reason")) for m in meta).most_common()),
+        "prompt_tokens": sum(m.get("prompt_tokens") or 0 for m in meta),
+        "completion_tokens": sum(m.get("completion_tokens") or 0 for m in meta),
+        "models": sorted({str(m.get("model")) for m in meta})}}
 
 
 def _fmt(m: dict | None) -> str:

@@ -26,6 +26,12 @@ is a multiple of the world size (a 30-problem task on 2 ranks is two chunks of 1
 leaves rank 1 idle); the rows are merged in problem order, so the samples and the results are
 one process's, whichever rank made them.
 
+A request the generator could not answer (``Completion.error``: the ``openai`` backend's server
+failed it after every retry) is no sample: it is logged with the reason ``generation_error``,
+left out of the metrics with its whole problem (counted in ``infra_errors``, never scored 0),
+and generated again by the next run of the command (which the backend answers from its
+response log, ``Generator.keep_responses``, for every request that was answered).
+
 Before a verifier scores anything, the exploit zoo (``eval.zoo``) runs through it: an attack
 that passes stops the eval (``RunStopped``).
 
@@ -44,13 +50,15 @@ from dapo_bench.errors import UserError
 from dapo_bench.eval import zoo
 from dapo_bench.eval.progress import Progress
 from dapo_bench.eval.report import model_info, task_result
-from dapo_bench.eval.store import SampleStore, infra_samples
+from dapo_bench.eval.store import GENERATION_ERROR, SampleStore, infra_samples
 from dapo_bench.generation.base import Generator, SamplingParams
 from dapo_bench.io import read_json
 from dapo_bench.nodes import check_shared_dir
 from dapo_bench.provenance import settings_run_id
 from dapo_bench.results import build_results, now_utc, write_results
 from dapo_bench.tasks import Task, load_task
+
+RESPONSES = "responses.jsonl"  # a server backend's answers, so that a rerun sends only the rest
 
 
 def default_run_id(tasks: list[str], model: str, settings: dict, suite: str | None = None) -> str:
@@ -108,17 +116,39 @@ def _verdict_fields(v) -> dict:
     return {"extracted": v.extracted, "passed": bool(v.passed), "reason": v.reason}
 
 
-def _sample_row(task: Task, problem, prompt: str, comps, verdicts, seconds: float) -> dict:
+def _sample_row(task: Task, problem, prompt, comps, verdicts, seconds: float) -> dict:
+    def sample(c, v) -> dict:
+        extra = {"reasoning": c.reasoning, "error": c.error, "server": c.meta}
+        return {"text": c.text, "n_tokens": c.n_tokens, "finish_reason": c.finish_reason,
+                **_verdict_fields(v), **{k: x for k, x in extra.items() if x is not None}}
+
     return {
         "task": task.name, "task_hash": task.spec.hash, "id": problem.id,
         "row_hash": problem.row_hash, "seconds": round(seconds, 4), "prompt": prompt,
         "gold": problem.gold, "subjects": problem.subjects,
-        "samples": [
-            {"text": c.text, "n_tokens": c.n_tokens, "finish_reason": c.finish_reason,
-             **_verdict_fields(v)}
-            for c, v in zip(comps, verdicts)
-        ],
+        "samples": [sample(c, v) for c, v in zip(comps, verdicts)],
     }
+
+
+def _generated_verdicts(task: Task, verifier: Any, comps: list, problems: list) -> list:
+    """Verdicts of ``comps`` (flat, with their ``problems``); a completion whose request failed
+    gets none (``GENERATION_ERROR``, an infrastructure outcome)."""
+    from dapo_bench.verifiers.base import Verdict
+
+    ok = [i for i, c in enumerate(comps) if c.error is None]
+    out = [Verdict(False, GENERATION_ERROR) for _ in comps]
+    for i, v in zip(ok, _score(task, verifier, [comps[i].text for i in ok],
+                               [problems[i] for i in ok],
+                               [comps[i].finish_reason == "stop" for i in ok])):
+        out[i] = v
+    return out
+
+
+def _prompt(task: Task, gen: Generator, problem) -> Any:
+    """What the generator takes: the rendered prompt, or the chat (``prompt_format``)."""
+    if getattr(gen, "prompt_format", "text") == "messages":
+        return task.messages(problem)
+    return task.prompt(problem, gen.tokenizer)
 
 
 def _score(task: Task, verifier: Any, texts: list[str], problems: list,
@@ -165,7 +195,8 @@ def _verify_logged(task: Task, store: SampleStore, verifier: Any, chunk: int,
         _reverify(task, store, verifier, chunk, logged)
         if len(logged) == store.count(task.name):  # else rows beyond this run's problems stay old
             store.reverified(task.name)
-    broken = [p for p in task.problems if infra_samples(store.get(task.name, p.id))]
+    broken = [p for p in task.problems if infra_samples(store.get(task.name, p.id))
+              and not _failed(store.get(task.name, p.id))]
     if broken:
         progress.note(f"{task.name}: verifying again the {len(broken)} logged problem(s) whose "
                       f"verifier failed on its own side (infrastructure errors); no generation")
@@ -181,7 +212,8 @@ def _run_task(task, gen, store, params, chunk, progress, verifiers) -> tuple[lis
         zoo.check(task, verifiers[task.verifier_key])  # no attack passes, or the run stops
     verifier = verifiers[task.verifier_key]
     _verify_logged(task, store, verifier, chunk, progress)
-    pending = [p for p in task.problems if store.get(task.name, p.id) is None]
+    pending = [p for p in task.problems if store.get(task.name, p.id) is None
+               or _failed(store.get(task.name, p.id))]
     chunks = dist.even_chunks(pending, chunk)
     queue = dist.WorkQueue(len(chunks))  # several ranks: each takes the next free chunk
     multi = dist.world_size() > 1  # then each rank reports the task's progress and its share
@@ -196,12 +228,10 @@ def _run_task(task, gen, store, params, chunk, progress, verifiers) -> tuple[lis
         mine.append(k)
         probs = chunks[k]
         t0 = time.perf_counter()
-        prompts = [task.prompt(p, gen.tokenizer) for p in probs]
+        prompts = [_prompt(task, gen, p) for p in probs]
         comps = gen.generate(prompts, params)
-        texts = [c.text for cs in comps for c in cs]
         flat = [p for p in probs for _ in range(params.n)]
-        verdicts = _score(task, verifier, texts, flat,
-                          [c.finish_reason == "stop" for cs in comps for c in cs])
+        verdicts = _generated_verdicts(task, verifier, [c for cs in comps for c in cs], flat)
         share = (time.perf_counter() - t0) / len(probs)
         for i, (p, prompt) in enumerate(zip(probs, prompts)):
             vs = verdicts[i * params.n : (i + 1) * params.n]
@@ -222,13 +252,19 @@ def _run_task(task, gen, store, params, chunk, progress, verifiers) -> tuple[lis
     return rows, sum(r.get("seconds", 0.0) for r in rows), vinfo
 
 
+def _failed(row: dict | None) -> bool:
+    """A logged row with a sample whose request failed: its problem is generated again."""
+    return any(s["reason"] == GENERATION_ERROR for s in (row or {}).get("samples", ()))
+
+
 def _note_infra(name: str, result: dict, progress: Progress) -> None:
     if "infra_errors" in result:
         e = result["infra_errors"]
+        what = ("the generator could not get (failed requests)"
+                if e["reasons"] == [GENERATION_ERROR] else "the verifier could not verify, twice")
         progress.note(f"{name}: {e['problems']} problem(s) left out of the metrics: "
-                      f"{e['samples']} sample(s) the verifier could not verify, twice "
-                      f"(infrastructure errors, {', '.join(e['reasons'])}); rerun the command "
-                      f"to verify them again")
+                      f"{e['samples']} sample(s) {what} (infrastructure errors, "
+                      f"{', '.join(e['reasons'])}); rerun the command to try them again")
 
 
 def _task_fingerprint(task: Task, max_new_tokens: int) -> dict:
@@ -293,11 +329,14 @@ def evaluate(
     fingerprint = {
         "model_hash": model["hash"], "backend": gen.backend, "n": n,
         "temperature": temperature, "top_p": top_p, "seed": seed,
+        **({"backend_settings": gen.fingerprint()} if gen.fingerprint() else {}),
         "tasks": {t.name: _task_fingerprint(t, mnt[t.name]) for t in loaded},
     }
     check_shared_dir(run_dir)  # every node sees this folder, or every rank stops here
     store = SampleStore(run_dir, fingerprint,
                         {t.name: {p.id: p.row_hash for p in t.problems} for t in loaded})
+    gen.keep_responses(Path(run_dir) / (RESPONSES if dist.world_size() == 1
+                                        else f"responses.rank{dist.rank()}.jsonl"))
     progress = Progress(quiet=quiet or not dist.is_main())
     task_results: dict[str, dict] = {}
     verifiers: dict[str, Any] = {}
@@ -314,6 +353,7 @@ def evaluate(
             v.close()
         store.close()
         progress.close()
+        server = gen.provenance()
         if own:
             gen.close()
     seconds = sum(r["seconds"] for r in task_results.values())
@@ -328,6 +368,7 @@ def evaluate(
                 "data_dir": str(data_dir) if data_dir else None, "chunk": chunk},
         started_at=started, wall_seconds=time.perf_counter() - t_start,
         run_seconds=seconds,  # over every part of a resumed run (each sample's share)
+        **({"server": server} if server else {}),
     )
     if dist.is_main():
         write_results(run_dir, results)

@@ -55,7 +55,11 @@ CONFIG = "eval_config.json"
 
 # fingerprint key -> the flag a user changes it with (errors name the flag, not the key)
 FLAGS = {"model_hash": "--model", "backend": "--backend", "n": "--n",
-         "temperature": "--temperature", "top_p": "--top-p", "seed": "--seed"}
+         "temperature": "--temperature", "top_p": "--top-p", "seed": "--seed",
+         "backend_settings": "--api/--extra-body/--tokenizer"}
+# a sample whose request the generator could not get answered (Completion.error): no verdict,
+# an infrastructure outcome like the verifier's own failures (INFRA_REASONS)
+GENERATION_ERROR = "generation_error"
 # per-task fingerprint key -> what it is (checked in this order; "spec" last: any other edit)
 TASK_FIELDS = {"split": "the split", "max_new_tokens": "--max-new-tokens",
                "prompt": "the prompt template", "verifier": "the verifier settings",
@@ -197,10 +201,12 @@ class SampleStore:
 
 
 def infra_samples(row: dict | None) -> list[dict]:
-    """A logged row's samples whose verifier failed on its own side (``INFRA_REASONS``)."""
+    """A logged row's samples with no verdict on the answer: the verifier failed on its own
+    side (``INFRA_REASONS``) or the request for it failed (``GENERATION_ERROR``)."""
     from dapo_bench.verifiers.base import INFRA_REASONS
 
-    return [s for s in (row or {}).get("samples", ()) if s["reason"] in INFRA_REASONS]
+    return [s for s in (row or {}).get("samples", ())
+            if s["reason"] in INFRA_REASONS or s["reason"] == GENERATION_ERROR]
 
 
 def per_problem_scores(run_dir: str | os.PathLike, task: str) -> dict[str, float]:

@@ -1,4 +1,5 @@
-"""Text generation behind one interface; backends: ``hf`` (transformers, CPU) and ``vllm``."""
+"""Text generation behind one interface; backends: ``hf`` (transformers, CPU), ``vllm``, and
+``openai`` (a model served behind the OpenAI protocol, over HTTP)."""
 
 from dapo_bench.generation.base import (
     GENERATORS,

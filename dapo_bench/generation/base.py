@@ -12,15 +12,24 @@ temperature 1) are returned only when ``params.logprobs`` is set.
 Token accounting for the compute ledger: ``Completion.n_tokens`` counts generated tokens;
 ``Generator.last_prompt_tokens`` counts prompt tokens the last call encoded (shared prefixes
 counted once where the backend shares them).
+
+A backend that talks to a server (``openai``) sees text, not token ids: its completions have
+``token_ids`` None and the class says ``token_ids = False`` (training, which trains on the ids
+it sampled, refuses it); with ``prompt_format = "messages"`` it takes a chat as a list of
+``{"role", "content"}`` dicts instead of a rendered prompt (the server applies the template). A
+request that fails for good is a completion with ``error`` set (no text, no verdict): an
+infrastructure outcome the caller counts, never a 0.
 """
 
 from __future__ import annotations
 
+import hashlib
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Union
 
+from dapo_bench.errors import UserError
 from dapo_bench.registry import Registry
 
 Prompt = Union[str, Sequence[int]]  # noqa: UP007 (a runtime alias on Python 3.10 too)
@@ -44,6 +53,9 @@ class Completion:
     finish_reason: str  # "stop" (EOS or stop string) | "length"
     token_ids: list[int] | None = None
     logprobs: list[float] | None = None
+    reasoning: str | None = None  # thinking a server returned apart (``reasoning_content``)
+    error: str | None = None  # the request failed for good: no text, an infrastructure outcome
+    meta: dict[str, Any] | None = None  # what a server reported (usage, its finish reason, model)
 
 
 class Generator(ABC):
@@ -51,6 +63,8 @@ class Generator(ABC):
 
     backend: str = ""
     last_prompt_tokens: int = 0
+    token_ids: bool = True  # completions carry the generated ids (training needs them)
+    prompt_format: str = "text"  # "text": rendered prompts (or ids); "messages": chats
 
     @abstractmethod
     def generate(self, prompts: list[Prompt], params: SamplingParams) -> list[list[Completion]]:
@@ -76,6 +90,43 @@ class Generator(ABC):
     def close(self) -> None:
         """Release the model and any worker processes."""
 
+    def keep_responses(self, path: Any) -> None:
+        """Log each answered request to ``path`` and answer a request found there from it, so
+        that a rerun sends only what is missing (a backend with costly independent requests:
+        ``openai``); other backends ignore it."""
+
+    def fingerprint(self) -> dict[str, Any]:
+        """Backend settings the samples depend on besides the model and the sampling
+        parameters (an eval refuses to mix samples made with other ones)."""
+        return {}
+
+    def provenance(self) -> dict[str, Any] | None:
+        """What results.json records about the backend beyond the model (None: nothing)."""
+        return None
+
+
+def check_params(params: SamplingParams) -> None:
+    if params.n < 1:
+        raise UserError(f"sampling: n must be >= 1, got {params.n}")
+    if params.temperature < 0:
+        raise UserError(f"sampling: temperature must be >= 0, got {params.temperature}")
+    if not 0 < params.top_p <= 1:
+        raise UserError(f"sampling: top_p must be in (0, 1], got {params.top_p}")
+    if params.max_new_tokens < 0:
+        raise UserError(f"sampling: max_new_tokens must be >= 0, got {params.max_new_tokens}")
+
+
+def row_seed(seed: int, prompt: str, occurrence: int, sample: int) -> int:
+    """The RNG seed of one sample: a hash of what identifies it, independent of batching."""
+    h = hashlib.sha256(f"{seed}\x1f{occurrence}\x1f{sample}\x1f{prompt}".encode()).digest()
+    return int.from_bytes(h[:8], "big") & ((1 << 63) - 1)
+
+
+def cut_at_stop(text: str, stop: Sequence[str]) -> tuple[str, bool]:
+    """``text`` cut before the first occurrence of any stop string, and whether one occurred."""
+    cut = [k for k in (text.find(s) for s in stop if s) if k >= 0]
+    return (text[: min(cut)], True) if cut else (text, False)
+
 
 def encode_prompts(tokenizer: Any, prompts: Sequence[Prompt]) -> tuple[list[list[int]], list[str]]:
     """(token ids, seed key) of each prompt. The seed key is the decoded ids (special tokens
@@ -88,11 +139,13 @@ def encode_prompts(tokenizer: Any, prompts: Sequence[Prompt]) -> tuple[list[list
 
 GENERATORS: Registry[type] = Registry(
     "generator backend",
-    modules=["dapo_bench.generation.hf", "dapo_bench.generation.vllm"],
+    modules=["dapo_bench.generation.hf", "dapo_bench.generation.vllm",
+             "dapo_bench.generation.openai"],
 )
 
 
 def load_generator(backend: str, model: Any, **options: Any) -> Generator:
     """Instantiate a registered backend for a local model directory or hub id, or a
-    ``models.Policy`` (hf: its model in memory; vllm: its path)."""
+    ``models.Policy`` (hf: its model in memory; vllm: its path); openai: the served model's
+    name."""
     return GENERATORS.get(backend)(model, **options)

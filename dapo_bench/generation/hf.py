@@ -32,7 +32,6 @@ truncation is done), more than one device, or rows beyond ``batch_size`` when ``
 
 from __future__ import annotations
 
-import hashlib
 import inspect
 from collections import Counter
 from functools import cache as memoize
@@ -48,28 +47,14 @@ from dapo_bench.generation.base import (
     Generator,
     Prompt,
     SamplingParams,
+    check_params,
+    cut_at_stop,
     encode_prompts,
+    row_seed,
 )
 from dapo_bench.models import Policy, count_params, load_policy
 
 _DTYPES = ("float32", "bfloat16", "float16")
-
-
-def row_seed(seed: int, prompt: str, occurrence: int, sample: int) -> int:
-    """The RNG seed of one sample: a hash of what identifies it, independent of batching."""
-    h = hashlib.sha256(f"{seed}\x1f{occurrence}\x1f{sample}\x1f{prompt}".encode()).digest()
-    return int.from_bytes(h[:8], "big") & ((1 << 63) - 1)
-
-
-def check_params(params: SamplingParams) -> None:
-    if params.n < 1:
-        raise UserError(f"sampling: n must be >= 1, got {params.n}")
-    if params.temperature < 0:
-        raise UserError(f"sampling: temperature must be >= 0, got {params.temperature}")
-    if not 0 < params.top_p <= 1:
-        raise UserError(f"sampling: top_p must be in (0, 1], got {params.top_p}")
-    if params.max_new_tokens < 0:
-        raise UserError(f"sampling: max_new_tokens must be >= 0, got {params.max_new_tokens}")
 
 
 def pick_tokens(logits: torch.Tensor, u: torch.Tensor | None, params: SamplingParams):
@@ -237,9 +222,9 @@ class HFGenerator(Generator):
             for r in range(p * n, (p + 1) * n):
                 toks = tokens[r, : length[r]].tolist()
                 text = self._tok.decode(toks, skip_special_tokens=True)
-                cut = [k for k in (text.find(s) for s in params.stop if s) if k >= 0]
-                if cut:
-                    text, finish[r] = text[: min(cut)], "stop"
+                text, stopped = cut_at_stop(text, params.stop)
+                if stopped:
+                    finish[r] = "stop"
                 comps.append(
                     Completion(
                         text=text,

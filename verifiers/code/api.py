@@ -22,7 +22,14 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from dapo_bench.verifiers.base import VERIFIERS, Kind, Verdict, completion_text, structured
+from dapo_bench.verifiers.base import (
+    VERIFIERS,
+    Kind,
+    Verdict,
+    answer_text,
+    completion_text,
+    structured,
+)
 from dapo_bench.verifiers.code.compare import stdout_matches, value_matches
 from dapo_bench.verifiers.code.formats import Spec, parse_tests
 from dapo_bench.verifiers.code.kind import check_tests, impossible_tests, program_from
@@ -189,7 +196,7 @@ class CodeVerifier(Kind):
     @classmethod
     def input_from(cls, completion: Any, gold: Any = None, prefix: str | None = None,
                    where: str = "completion") -> str:
-        return program_from(completion_text(completion, where), gold, prefix)
+        return program_from(answer_text(completion_text(completion, where)), gold, prefix)
 
     @classmethod
     def check_gold(cls, gold: Any, where: str = "tests") -> None:
