@@ -173,8 +173,9 @@ class MathVerifier(Kind):
     """
 
     name = "math"
-    version = "3.1"  # 2.1: a cut-off response needs a marked answer; 3.0: issue 31 (docs);
-    # 3.1: the final sentence comes before a closing check; a recent answer phrase beats it
+    version = "4.0"  # 2.1: a cut-off response needs a marked answer; 3.0: issue 31 (docs);
+    # 3.1: the final sentence comes before a closing check; a recent answer phrase beats it;
+    # 4.0: issue 42 (linear time, one deadline for the whole item, the v4 answer shapes)
     fields = ("prediction", "gold")
     # its kind (verifiers.base): a completion is its text (Kind's); a gold a string, number or
     # list of them; maj@k votes on the extracted answer; the server runs the fast path in workers
