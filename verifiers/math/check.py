@@ -21,7 +21,12 @@ from functools import lru_cache
 
 from dapo_bench.verifiers.math.exact import canonical
 from dapo_bench.verifiers.math.match import Trace, compare
-from dapo_bench.verifiers.math.normalize import clean, numbers_equal, parse_number
+from dapo_bench.verifiers.math.normalize import (
+    clean,
+    number_with_unit,
+    numbers_equal,
+    parse_number,
+)
 from dapo_bench.verifiers.math.structure import Node, parse
 
 
@@ -51,6 +56,9 @@ def fast_leaf_eq(g: str, p: str, trace: Trace | None = None) -> bool:
     if gn is not None and pn is not None:
         note("number")
         return numbers_equal(gn, pn)
+    if gn is not None and (pu := number_with_unit(p)) is not None:
+        note("number with its unit")  # 2.78m, 9.8m/s^2 for 2.78, 9.8
+        return numbers_equal(gn, pu)
     gw, pw = _WORD.match(g), _WORD.match(p)
     if gw and pw:
         if max(len(g), len(p)) >= 4 or g.lower() in SHORT_WORDS or p.lower() in SHORT_WORDS:

@@ -98,6 +98,16 @@ _BACKREF = re.compile(r"[\s,.*]*(?:(?:and|so|right|yes)[\s,.!]+)*(?:that|this|wh
 _DIGIT = re.compile(r"\d")
 
 
+_ASKS = re.compile(r"[\s*#>]*(?:evaluate|compute|calculate|find|simplify|determine|solve|express|"
+                   r"what\s+(?:is|are)|how\s+(?:many|much))\b", re.IGNORECASE)
+
+
+def _asks(sentence: list) -> bool:
+    """A sentence that sets a task rather than states a result (``Evaluate $(1+2i)6-3i$.``,
+    ``What is $(\\frac12)^{100} \\cdot 2^{100}$?``: a model echoing or inventing a problem)."""
+    return bool(sentence) and isinstance(sentence[0], str) and bool(_ASKS.match(sentence[0]))
+
+
 def _filler(sentence: list) -> bool:
     return not any(isinstance(x, Span) or _DIGIT.search(x) for x in sentence)
 
@@ -198,6 +208,8 @@ def _final_statement(sents: list[list], end: int,
             continue
         if ans:
             return value_of(ans), "phrase"
+        if _asks(sents[idx]):  # a task set, not a result: the final statement is before it
+            continue
         for k in range(idx - 1, max(idx - 1 - PHRASE_WINDOW * (not pointed), -1), -1):
             ans = _phrase_in(sents, k, follow=False, phrases=phrases)  # "**Answer:**" then prose
             if ans:
@@ -226,8 +238,8 @@ def find_answer(text: str, *, fallback_last_number: bool = True) -> tuple[str | 
     marked = marked_answer(text, spans, found)
     if marked:
         return marked
-    if is_bare(text, spans):
-        return text.strip() or None, "bare"
+    if is_bare(text, spans):  # (markdown bold around it is no part of it: "**2.78 m**")
+        return text.strip().strip("*").strip() or None, "bare"
     check()
     ans = _last_line(text)
     if ans:

@@ -4,21 +4,24 @@
 the worker) only for single values. Rules:
 
 - lists are sets: same values in any order, nothing missing or extra (a subset of a "find
-  all" answer fails); a tuple never equals a bare list, a list never a single value;
+  all" answer fails), a list never a single value; a predicted tuple ``(1, 2, 3)`` may stand
+  for a bare gold list (:func:`as_list`), never the reverse;
 - tuples and intervals are ordered and their brackets must agree; unions unordered;
-  matrices entrywise; ratios (``3:2``, ``12:00``) ordered, never equal to a number;
+  matrices entrywise; ratios (``3:2``, ``12:00``) ordered; a ratio of two parts against a
+  value is the fraction it makes (``1:2`` = ``\\frac12``; ``12:00`` none);
 - labels: ``x=3`` = ``3`` (one label: its name is not checked, ``x=3`` = ``y=3``); labelled
   lists match by label when both sides use the same labels, else in written order; a
   labelled gold (``p=3, q=2``) equals the tuple ``(3,2)`` or the list ``3, 2`` in that order;
 - equations (``eqn``): compared as equations by the leaf comparison; a gold value against a
   predicted computation ``5\\times 6\\times 4=120`` (or a chain ``a+2z=2z+a=101``) takes its
-  last part (math-verify's rule), but not an equation in a variable (gold 4, ``x^2=4``);
-  a gold equation never equals a bare value (``7=11a+c`` != ``11a+c``);
+  last part (math-verify's rule), and so does a named quantity's value (``|r-s|=16``,
+  ``x+y=4027``: :func:`structure.named_quantity`) and an identity (``(x-2)(x+2) = x^2-4``: its
+  sides equal), but not an equation in one unknown (gold 4, ``x^2=4``); a gold equation
+  never equals a bare value (``7=11a+c`` != ``11a+c``);
 - relations: same operators and sides, else the leaf comparison on the whole relations
-  (``-x>-1`` = ``x<1``); strict never equals non-strict. **Relation vs interval** is
-  asymmetric, as in math-verify: a gold relation in one variable (``x\\geq5``, ``-1<x<3``,
-  ``x\\ne 2``) is credited to the interval it describes (``[5,\\infty)``), but a gold
-  interval is never credited to a relation: restating the condition is not solving it;
+  (``-x>-1`` = ``x<1``); strict never equals non-strict. **Relation vs interval**, both
+  ways: a relation solved for one variable (``x\\geq5``, ``-1<x<3``, ``x\\ne 2``) is the
+  interval it describes (``[5,\\infty)``); an unsolved one (``x^2<4``) describes none;
 - multiple choice: a letter equals ``(B)``, ``\\text{(B) } 12``; a choice with a value also
   equals that value; a different letter never does;
 - decimal comma: ``1,22`` (no space, not a thousands group) equals the decimal ``1.22``, and
@@ -29,7 +32,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from itertools import pairwise
 
 from dapo_bench.verifiers.math.normalize import parse_number
 from dapo_bench.verifiers.math.structure import Node, is_label
@@ -100,6 +102,8 @@ def compare(g: Node, p: Node, leaf_eq: LeafEq, trace: Trace | None = None) -> bo
             t.shape("chain: last part")
         elif p.var == "named":  # |r-s|=16, x+y=4027: the value of what it names
             t.shape("named quantity: its value")
+        elif p.items[1].kind == "leaf" and _identity(p, leaf_eq):  # (x-2)(x+2) = x^2-4
+            t.shape("identity: its value")
         else:
             return no("value vs equation")  # x^2=4 is not the answer 4
         return eq(g, p.items[1])
@@ -143,29 +147,20 @@ def compare(g: Node, p: Node, leaf_eq: LeafEq, trace: Trace | None = None) -> bo
         if g.text != p.text:
             return no(f"brackets {g.text} vs {p.text}")
         return all(eq(a, b) for a, b in zip(g.items, p.items))
-    if gk == "list" and ordered(g):
-        t.shape("list in the gold's order")
-        return all(eq(a, b) for a, b in zip(g.items, p.items))
     return _unordered(list(g.items), list(p.items), eq)
 
 
-def ordered(g: Node) -> bool:
-    """Whether a gold list asks for its values in the order written: three or more plain
-    numbers in neither increasing nor decreasing order (``2, 4, 3`` for "T(10), T(11),
-    T(12)"). A set of solutions is written sorted (``-2, 1, 3``) and is compared as a set."""
-    if len(g.items) < 3 or any(n.kind != "leaf" for n in g.items):
-        return False
-    nums = [parse_number(n.text) for n in g.items]
-    if any(n is None for n in nums):
-        return False
-    vals = [n.value for n in nums]
-    pairs = list(pairwise(vals))
-    return not (all(a <= b for a, b in pairs) or all(a >= b for a, b in pairs))
+def _identity(p: Node, leaf_eq: LeafEq) -> bool:
+    """Whether a predicted equation's two sides are equal (a computation written out to its
+    result, ``(x-2)(x+2)(x^2+4) = x^4 - 16``), as the leaf comparison decides (the fast path's
+    "undecided" sends the pair to sympy, as for any leaf)."""
+    return bool(leaf_eq(p.items[0].text, p.items[1].text))
 
 
 def as_list(p: Node) -> bool:
-    """Whether a predicted tuple may stand for a bare list: ``(1, 2, 3)``, any ``(..)``, and
-    ``[..]`` of three or more items (``[1, 2]`` is an interval)."""
+    """Whether a predicted tuple may stand for a bare gold list (OlympiadBench writes every
+    answer of several values bare: ``1,2,3`` for "(1, 2, 3)"): any ``(..)``, and ``[..]`` of
+    three or more items (``[1, 2]`` is an interval). Compared as the list is: as a set."""
     return p.text == "()" or (p.text == "[]" and len(p.items) >= 3)
 
 

@@ -38,7 +38,8 @@ _UNICODE = {
     "\u00b0": "", "\u03c0": r"\pi ", "\u221e": r"\infty ", "\u221a": r"\sqrt", "\u2264": r"\le ",
     "\u2265": r"\ge ", "\u2260": r"\ne ", "\u00a0": " ", "\u2009": " ", "\u202f": " ",
     "\u00bd": r"\frac{1}{2}", "\u00b2": "^2", "\u00b3": "^3",
-    "\u222a": r"\cup ", "\u2208": r"\in ", "\u00f7": r"\div ",
+    "\u222a": r"\cup ", "\u2208": r"\in ", "\u00f7": r"\div ", "\u00b1": r"\pm ",
+    "\u2213": r"\mp ",
 }
 _UNICODE_RE = re.compile("|".join(map(re.escape, _UNICODE)))
 
@@ -201,11 +202,24 @@ class Num:
 
 _INT = re.compile(r"^([+-]?)(\d+)$")
 _DEC = re.compile(r"^([+-]?)(\d*)\.(\d+)$")
-_SCI = re.compile(r"^([+-]?)(\d+)(?:\.(\d+))?(?:[eE]|(?:\\times|\\cdot|\*|x)10\^)\{?([+-]?\d{1,3})\}?$")
+_SCI = re.compile(r"^([+-]?)(\d+)(?:\.(\d+))?(?:[eE]|(?:\\times ?|\\cdot ?|\*|x)10\^)\{?([+-]?\d{1,3})\}?$")
 _POW10 = re.compile(r"^([+-]?)10\^\{?([+-]?\d{1,3})\}?$")
 _FRAC = re.compile(r"^([+-]?)\\frac\{([+-]?\d+)\}\{([+-]?\d+)\}$")
 _SLASH = re.compile(r"^([+-]?)(\d+)/(\d+)$")
 _MIXED = re.compile(r"^([+-]?)(\d+)\\frac\{(\d+)\}\{(\d+)\}$")
+
+
+_UNIT = (r"(?:[kMGmμunpc]?(?:m|s|g|K|J|N|W|V|Pa|Hz|L|mol|eV|cal|Å|Ω|F|T|A|C)|min|hr?s?|yrs?"
+         r"|atm|bar|lbs?|ft|in|mi|mph|rpm)(?:\^\{?-?\d\}?)?")
+_NUMBER_UNIT = re.compile(rf"^(-?[\d.,]+(?:\\times ?10\^\{{?-?\d+\}}?|e-?\d+)?){_UNIT}(?:/{_UNIT})*$")
+
+
+def number_with_unit(s: str) -> Num | None:
+    """A squeezed ``2.78m``, ``9.8m/s^2``, ``700C`` (from ``700°C``), ``5Å``: the number before
+    an SI or common unit symbol, or None. Only ever read against a gold that is a plain number
+    (:func:`check.fast_leaf_eq`): alone, ``5m`` may be the product ``5m``."""
+    m = _NUMBER_UNIT.match(s)
+    return parse_number(m.group(1).replace(",", "")) if m else None
 
 
 def parse_number(s: str) -> Num | None:

@@ -33,7 +33,7 @@ def may_phrase(s: str) -> bool:
     return "####" in s or "answer" in s.casefold()
 
 
-PHRASE = re.compile(r"final\s+answer(?:\s+is)?|answers?\s+(?:is|are)|\banswer\s*:|^\s*answer\b"
+PHRASE = re.compile(r"final\s+answer(?:\s+is\b|s\s+are\b)?(?!s)|answers?\s+(?:is|are)|\banswer\s*:|^\s*answer\b"
                     r"|####", re.IGNORECASE)
 _NUMBER = re.compile(r"(?:(?<=\\boxed\{)|(?<![\w.\\^_{:]))-?(?:\d+(?::\d+)+|(?:\d{1,3}(?:,\d{3})+|\d+)"
                      r"(?:\.\d+)?(?:/\d+)?|\.\d+)"
@@ -47,7 +47,8 @@ PROSE = frozenset("is are was were the so thus therefore hence we get gives give
 # words after an answer phrase that comment on it rather than state it
 _COMMENT = frozenset("right correct wrong incorrect valid invalid verified confirmed consistent "  # noqa: SIM905
                      "indeed clear obvious not as above below follows shown given boxed same "
-                     "and or but also still".split())
+                     "and or but also still helpful useful accurate reasonable plausible "
+                     "complete satisfactory sufficient".split())
 _MATH_WORDS = frozenset("sqrt pi exp ln log sin cos tan cot sec csc arcsin arccos arctan sinh "  # noqa: SIM905
                         "cosh tanh infty inf oo and or mod".split())
 _WORDS = re.compile(r"[A-Za-z]{2,}")

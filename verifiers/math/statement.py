@@ -133,8 +133,8 @@ def no_span_statement(sentence: list) -> str | None:
         tries = [verb, last] if verb else tries
     for m in tries:
         expr = _statement_after(text[m.end():])
-        if expr is not None and (m is last or "=" in expr):
-            return expr
+        if expr is not None and (m is last or ("=" in expr and "*" not in expr)):
+            return expr  # (a "*" may be markdown: "is *n* = **5**" is 5, read from the "=")
     return None
 
 
