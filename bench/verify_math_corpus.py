@@ -149,14 +149,20 @@ def math_verify_verdicts(pairs: list) -> list[tuple[bool, str]]:
     return out
 
 
+def checkout(rev: str, dest: str) -> None:
+    """Commit *rev*'s package, as an importable tree in *dest* (``PYTHONPATH=dest`` and
+    ``cwd=dest``: its own imports, the installed package's path finder comes after)."""
+    arch = subprocess.run(["git", "-C", str(ROOT), "archive", rev, "dapo_bench", "verifiers",
+                           "tasks"], capture_output=True, check=True).stdout
+    subprocess.run(["tar", "-x", "-C", dest], input=arch, check=True)
+    os.symlink("../verifiers", Path(dest, "dapo_bench", "verifiers"))
+    os.symlink("../tasks", Path(dest, "dapo_bench", "task_specs"))
+
+
 def before(rev: str, sets: dict) -> dict[str, list[bool]]:
     """Verdicts of commit *rev*'s verifier, in a subprocess importing only that tree."""
     with tempfile.TemporaryDirectory() as tmp:
-        arch = subprocess.run(["git", "-C", str(ROOT), "archive", rev, "dapo_bench", "verifiers",
-                               "tasks"], capture_output=True, check=True).stdout
-        subprocess.run(["tar", "-x", "-C", tmp], input=arch, check=True)
-        os.symlink("../verifiers", Path(tmp, "dapo_bench", "verifiers"))
-        os.symlink("../tasks", Path(tmp, "dapo_bench", "task_specs"))
+        checkout(rev, tmp)
         src = Path(tmp, "pairs.json")
         src.write_text(json.dumps(sets))
         env = {**os.environ, "PYTHONPATH": tmp}
