@@ -24,7 +24,8 @@ trivial pair (no sympy worker), the sympy worker's start-up (its CPU after ``war
 (``find_answer``), the gold's reading (``gold_answer``), cleaning and parsing
 (``check.prepare``, both sides), the fast comparison (``fast_compare``), the pairs sent to
 sympy (count, the parent's wall time waiting for them, the workers' CPU: each timeout kills
-its worker, and the next pair starts a new one, start-up and warm-up again).
+its worker, and the next pair starts a new one, start-up and warm-up again); with
+``--real-rev``, the same for that commit's verifier, in a process importing its tree.
 """
 
 from __future__ import annotations
@@ -141,10 +142,11 @@ def run(sets: dict, profile_too: bool, rev: str | None) -> None:
             compile_project(Path(tree))
         rows = [real_speed(name, pairs, (rev, tree) if rev else None)
                 for name, pairs in sets.items()]
-    table(rows)
-    if profile_too:
-        for name, pairs in sets.items():
+        table(rows)
+        for name, pairs in sets.items() if profile_too else ():
             profile(name, pairs)
+            if rev:
+                profile_rev(name, pairs, rev, tree)
 
 
 def table(rows: list[dict]) -> None:
@@ -173,7 +175,7 @@ class _Timed:
         self.calls: dict[str, int] = {}
         self._undo: list = []
 
-    def wrap(self, mod, name: str) -> None:
+    def wrap(self, mod, name: str, key: str) -> None:
         fn = getattr(mod, name)
 
         def timed(*a, **k):
@@ -181,9 +183,9 @@ class _Timed:
             try:
                 return fn(*a, **k)
             finally:
-                self.cpu[name] = self.cpu.get(name, 0.0) + time.thread_time() - c0
-                self.wall[name] = self.wall.get(name, 0.0) + time.perf_counter() - w0
-                self.calls[name] = self.calls.get(name, 0) + 1
+                self.cpu[key] = self.cpu.get(key, 0.0) + time.thread_time() - c0
+                self.wall[key] = self.wall.get(key, 0.0) + time.perf_counter() - w0
+                self.calls[key] = self.calls.get(key, 0) + 1
 
         setattr(mod, name, timed)
         self._undo.append((mod, name, fn))
@@ -191,6 +193,28 @@ class _Timed:
     def restore(self) -> None:
         for mod, name, fn in reversed(self._undo):
             setattr(mod, name, fn)
+
+
+def _verifier_modules(vm) -> list:
+    """The modules whose code calls the timed functions: ``verifier``, and ``item`` where a
+    later version moved one item's check there (``_slow`` became ``slow``)."""
+    try:
+        from dapo_bench.verifiers.math import item
+    except ImportError:
+        return [vm]
+    return [vm, item]
+
+
+def profile_rev(name: str, pairs: list, rev: str, tree: str) -> None:
+    """:func:`profile` of commit *rev*'s verifier (its ``checkout()`` in *tree*), run in a
+    process that imports that tree."""
+    src = Path(tree, "profile_pairs.json")
+    src.write_text(json.dumps(pairs))
+    code = (f"import json, sys; sys.path.insert(0, {str(ROOT / 'bench')!r}); "
+            "import verify_math_real as r; "
+            f"r.profile({name + ' @ ' + rev!r}, json.load(open({str(src)!r})))")
+    subprocess.run([sys.executable, "-c", code], env={**ENV, "PYTHONPATH": tree}, cwd=tree,
+                   check=True)
 
 
 def profile(name: str, pairs: list) -> None:
@@ -217,8 +241,10 @@ def profile(name: str, pairs: list) -> None:
     prepare.cache_clear()
     gold_answer.cache_clear()
     timed = _Timed()
-    for fn in ("find_answer", "gold_answer", "prepare", "fast_compare", "_slow"):
-        timed.wrap(vm, fn)
+    for mod in _verifier_modules(vm):
+        for fn in ("find_answer", "gold_answer", "prepare", "fast_compare", "_slow", "slow"):
+            if hasattr(mod, fn):
+                timed.wrap(mod, fn, fn.lstrip("_"))
     c0, w0 = time.thread_time(), time.perf_counter()
     try:
         verdicts = v.verify_batch([p[0] for p in pairs], [p[1] for p in pairs])
@@ -239,7 +265,7 @@ def profile(name: str, pairs: list) -> None:
     labels = {"find_answer": "extraction (find_answer)", "gold_answer": "gold reading (gold_answer)",
               "prepare": "clean + parse (prepare, both sides)",
               "fast_compare": "fast comparison (fast_compare)",
-              "_slow": "sympy pairs: parent's wait (wall) / CPU"}
+              "slow": "sympy pairs: parent's wait (wall) / CPU"}
     for fn, label in labels.items():
         k = timed.calls.get(fn, 0)
         per = timed.cpu.get(fn, 0.0) / max(k, 1) * 1e6
@@ -247,7 +273,7 @@ def profile(name: str, pairs: list) -> None:
               f"{timed.wall.get(fn, 0.0):6.2f} s wall  {k:6d} calls  {per:8.1f} us/call")
     print(f"    sympy workers: {starts} started ({starts - 1} after a timeout killed one), "
           f"{workers_cpu:.2f} CPU s in all, about {workers_cpu - starts * worker_start:.2f} "
-          f"of it on the {timed.calls.get('_slow', 0)} pairs; the slowest (wall, rule, gold vs "
+          f"of it on the {timed.calls.get('slow', 0)} pairs; the slowest (wall, rule, gold vs "
           f"answer):")
     slow = sorted((x for x in verdicts if "sympy" in x.details.get("rule", "")
                    or x.reason in ("timeout", "parse_error")), key=lambda x: -x.seconds)
