@@ -20,12 +20,12 @@ Math-Verify``); its regression cases are read from its ``tests/`` now, at bench 
   ``simple``: integers and decimals only. Each is a full response with the answer in
   ``\\boxed{}``; math-verify gets ``parse("$" + gold + "$")``. Every pair has its own gold,
   so our parse cache does not help (the RL case, many predictions per gold, is ``rl``).
-
 - real responses (``--real``, with the repository flags of ``verify_math_corpus.py``): the
   long-reasoning set ``skythought-long`` and the instruct sets ``processbench-*``,
   ``skythought-chat`` (``math_corpora.py`` says what they are), each timed as whole processes,
   the CLI with one worker against a math-verify process, CPU seconds and wall, one run, the
-  ratio printed (``verify_math_real.py``); ``--profile`` splits our time on each.
+  ratio printed (``verify_math_real.py``); ``--profile`` splits our time on each, and
+  ``--real-rev REV`` times (and profiles) commit REV's CLI beside ours.
 
 Single process each: ours with ``workers=1`` (one sympy worker used sequentially), math-verify
 in this process; both get the same untimed warm-up (``serve.WARM_UP``). Per set: right (vs
