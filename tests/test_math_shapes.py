@@ -78,6 +78,13 @@ SHAPES = {
         ("\\boxed{3.5 \\times 10^{3} kg}", "3500", T), ("\\boxed{5m}", "6", F),
         ("\\boxed{5x}", "5", F),
     ],
+    # a numeric gold asks for a number: an answer that still has its unknowns is not it (even
+    # one that simplifies to it is not simplified), and a cut-off answer is no value
+    "unknowns_left": [
+        ("\\boxed{f(t)}", "-1", F), ("\\boxed{2^x}", "256", F),
+        ("\\boxed{\\sin^2 x + \\cos^2 x}", "1", F), ("\\boxed{\\sum_{k=1}^{3} k^2}", "14", T),
+        ("\\boxed{\\sin^2(1) + \\cos^2(1)}", "1", T), ("\\boxed{24 +}", "24", F),
+    ],
     # a computation written out to its result is its result; an identity's sides are equal
     "identities": [
         ("So the final answer is $(x-2)(x+2)(x^2+4) = x^4 - 16$.", "x^4 - 16", T),

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dapo_bench.verifiers.base import Verdict, short
-from dapo_bench.verifiers.math.check import fast_compare, prepare
+from dapo_bench.verifiers.math.check import fast_compare, incomplete, prepare
 from dapo_bench.verifiers.math.clock import OutOfTime, limit
 from dapo_bench.verifiers.math.extract import (
     MAX_TEXT,
@@ -129,6 +129,8 @@ def _read(text: str, forms: list[str], mode: str, fallback: bool, finished: bool
             return done(True, "ok", parts[0], "boxes together: " + parts[1])
     if not pending:
         return done(False, "wrong_answer", ans, trace.rule)
+    if incomplete(ans):  # no reading of "1/" is a value: sympy could not parse it either
+        return done(False, "parse_error", ans, "incomplete answer")
     return Pending(ans, pending, time.perf_counter() - t0, how)
 
 
