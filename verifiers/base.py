@@ -245,15 +245,23 @@ def verifier_for_label(label: Any, where: str = "label") -> str:
 
 
 THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
+# the tags of each thinking format: DeepSeek-R1, Qwen3, QwQ (<think>); Sky-T1, Bespoke-Stratos,
+# OpenThoughts (<|begin_of_thought|>, then the answer between <|begin_of_solution|> and
+# <|end_of_solution|>)
+THINKING = ((THINK_OPEN, THINK_CLOSE), ("<|begin_of_thought|>", "<|end_of_thought|>"))
 
 
 def answer_text(text: str) -> str:
     """What a verifier is given of a completion: its answer, never its thinking. Text up to
-    the last ``</think>`` is thinking (a template that opens ``<think>`` in the prompt, as
+    the last ``</think>`` (or ``<|end_of_thought|>``: :data:`THINKING`) is thinking (a template
+    that opens ``<think>`` in the prompt, as
     DeepSeek-R1's does, included) and the answer is what follows it; a completion that opens
     ``<think>`` and never closes it was cut off while thinking and has no answer (""); a
     completion without the tags is read whole. Every kind's ``input_from`` applies it."""
-    k = text.rfind(THINK_CLOSE)
-    if k >= 0:
-        return text[k + len(THINK_CLOSE):]
-    return "" if text.lstrip().startswith(THINK_OPEN) else text
+    for opened, closed in THINKING:
+        k = text.rfind(closed)
+        if k >= 0:
+            return text[k + len(closed):]
+        if text.lstrip().startswith(opened):
+            return ""
+    return text

@@ -46,6 +46,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
+from dapo_bench.verifiers.base import answer_text
 from dapo_bench.verifiers.math.clock import check, ticks
 from dapo_bench.verifiers.math.marks import box_stands, joined, marked_answer
 from dapo_bench.verifiers.math.reading import (
@@ -228,7 +229,7 @@ def find_answer(text: str, *, fallback_last_number: bool = True) -> tuple[str | 
     ``bold``, ``last_number``, or ``none``)."""
     if not isinstance(text, str) or not text.strip():
         return None, "none"
-    text = prepare_text(text)
+    text = prepare_text(answer_text(text))  # the answer, never the thinking (every path alike)
     found = boxes(text)
     ans = box_stands(text, found)
     if ans:  # nothing after the last box can mark another answer: no other rule can win

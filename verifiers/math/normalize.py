@@ -178,10 +178,16 @@ _CMD_SPACE = re.compile(r"(\\[a-zA-Z]+)\s+(?=[a-zA-Z0-9])")
 _WS = re.compile(r"\s+")
 
 
+_SCRIPT = re.compile(r"(?<!\\)([_^])([0-9a-zA-Z])(?![0-9a-zA-Z])")
+
+
 def squeeze(s: str) -> str:
-    """Drop spaces that carry no meaning (keeps one after a command: ``\\pi r`` stays)."""
+    """Drop spaces that carry no meaning (keeps one after a command: ``\\pi r`` stays), and
+    brace a script of one character alone (``4210_5`` is ``4210_{5}``, ``x^2`` is ``x^{2}``; never
+    ``2^10``, which plain text means as 1024: one
+    spelling, decided as the same form without sympy)."""
     s = _CMD_SPACE.sub(lambda m: m.group(1) + "\x00", s.strip())
-    return _WS.sub("", s).replace("\x00", " ")
+    return _SCRIPT.sub(r"\1{\2}", _WS.sub("", s).replace("\x00", " "))
 
 
 @dataclass(frozen=True)

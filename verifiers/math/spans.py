@@ -22,7 +22,7 @@ from typing import NamedTuple
 
 from dapo_bench.verifiers.math.clock import EVERY, check, ticks
 
-_CHAT_END = re.compile(r"<\|(?:im_start|im_end|endoftext|eot_id|end_of_text)\|>")
+_CHAT_END = re.compile(r"<\|(?:im_start|im_end|endoftext|eot_id|end_of_text|end_of_solution)\|>")
 _DOUBLED = re.compile(
     r"(?<!\\)\\\\(?=(?:boxed|fbox|frac|dfrac|tfrac|cfrac|sqrt|left|right|pi|leq?|geq?|lt|gt|neq?|cdot"
     r"|times|text|textbf|mathrm|in|infty|cup|cap|pm|mp|quad|qquad|approx|begin|end)(?![a-zA-Z]))")
