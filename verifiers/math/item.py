@@ -24,6 +24,7 @@ from dapo_bench.verifiers.math.extract import (
 )
 from dapo_bench.verifiers.math.match import Trace
 from dapo_bench.verifiers.math.normalize import MAX_ANSWER, TooLarge
+from dapo_bench.verifiers.math.numeric import differ
 from dapo_bench.verifiers.math.structure import Node
 from dapo_bench.verifiers.math.worker import Timeout, WorkerDied, WorkerError, WorkerPool
 
@@ -121,7 +122,7 @@ def _read(text: str, forms: list[str], mode: str, fallback: bool, finished: bool
         r = fast_compare(node, pred, trace)
         if r:
             return done(True, "ok", ans, trace.rule)
-        if r is None:
+        if r is None and not _differ(node, pred, trace):
             pending.append(g)
     if not pending and how == "box":  # the parts of the answer boxed apart
         parts = _boxed_parts(text, pred, golds)
@@ -132,6 +133,26 @@ def _read(text: str, forms: list[str], mode: str, fallback: bool, finished: bool
     if incomplete(ans):  # no reading of "1/" is a value: sympy could not parse it either
         return done(False, "parse_error", ans, "incomplete answer")
     return Pending(ans, pending, time.perf_counter() - t0, how)
+
+
+def _value(n: Node) -> str | None:
+    """The single value a tree compares as against a value (its label or its named
+    quantity dropped, as :func:`match.compare` drops them)."""
+    if n.kind == "eq" or (n.kind == "eqn" and n.var in ("chain", "named")):
+        n = n.items[-1]
+    return n.text if n.kind == "leaf" else None
+
+
+def _differ(gold: Node, pred: Node, trace: Trace) -> bool:
+    """A value and a value shown unequal in floating point (:mod:`numeric`), so no sympy; an
+    equation against an equation is compared as equations (by sympy)."""
+    if gold.kind != "leaf" and pred.kind != "leaf":
+        return False
+    g, p = _value(gold), _value(pred)
+    if g is None or p is None or not differ(g, p):
+        return False
+    trace.note("numeric: differ at a point")
+    return True
 
 
 def _boxed_parts(text: str, pred: Node, golds: list) -> tuple[str, str] | None:
