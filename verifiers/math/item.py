@@ -24,7 +24,7 @@ from dapo_bench.verifiers.math.extract import (
 )
 from dapo_bench.verifiers.math.match import Trace
 from dapo_bench.verifiers.math.normalize import MAX_ANSWER, TooLarge
-from dapo_bench.verifiers.math.numeric import differ
+from dapo_bench.verifiers.math.numeric import compare
 from dapo_bench.verifiers.math.structure import Node
 from dapo_bench.verifiers.math.worker import Timeout, WorkerDied, WorkerError, WorkerPool
 
@@ -120,9 +120,11 @@ def _read(text: str, forms: list[str], mode: str, fallback: bool, finished: bool
     pending, trace = [], Trace()
     for g, node in golds:
         r = fast_compare(node, pred, trace)
+        if r is None:
+            r = _numeric(node, pred, trace)
         if r:
             return done(True, "ok", ans, trace.rule)
-        if r is None and not _differ(node, pred, trace):
+        if r is None:
             pending.append(g)
     if not pending and how == "box":  # the parts of the answer boxed apart
         parts = _boxed_parts(text, pred, golds)
@@ -143,16 +145,16 @@ def _value(n: Node) -> str | None:
     return n.text if n.kind == "leaf" else None
 
 
-def _differ(gold: Node, pred: Node, trace: Trace) -> bool:
-    """A value and a value shown unequal in floating point (:mod:`numeric`), so no sympy; an
-    equation against an equation is compared as equations (by sympy)."""
+def _numeric(gold: Node, pred: Node, trace: Trace) -> bool | None:
+    """A value against a value compared in floating point (:mod:`numeric`), so no sympy, or
+    None; an equation against an equation is compared as equations (by sympy)."""
     if gold.kind != "leaf" and pred.kind != "leaf":
-        return False
+        return None
     g, p = _value(gold), _value(pred)
-    if g is None or p is None or not differ(g, p):
-        return False
-    trace.note("numeric: differ at a point")
-    return True
+    r = None if g is None or p is None else compare(g, p)
+    if r is not None:
+        trace.note("numeric: equal at every point" if r else "numeric: differ at a point")
+    return r
 
 
 def _boxed_parts(text: str, pred: Node, golds: list) -> tuple[str, str] | None:

@@ -1,14 +1,17 @@
-"""Two single values shown unequal in floating point, in the calling process, without sympy.
+"""Two single values compared at sympy's points in floating point, in the calling process.
 
 A pair the fast path cannot decide goes to a sympy worker, which decides most of them by
-evaluating both sides at fixed points (``symbolic._identity``): unequal at a point where
-they differ. :func:`differ` runs that check here first, on a small reader of its own, and
-says True only where sympy's would say "unequal" too: both sides read, no decimal literal
-(sympy's rounding rules for decimals are not repeated here), and at some point both values
-finite, real, and apart by far more than the rounding of the largest value met on the way
-(a cancellation such as ``(x+10^{15})-10^{15}`` never passes for a difference). Anything
-else is None, and the pair goes to sympy as before: this only keeps worker trips out, it
-never says "equal".
+evaluating both sides at fixed points (``symbolic._identity``: unequal at a point where they
+differ with one side real, equal at three where they agree). :func:`compare` runs that check
+here first, on a small reader of its own, and decides only where sympy's check would decide
+the same way by a wide margin: both sides read, no decimal literal (sympy's rounding rules for
+decimals are not repeated here); **unequal** at a point where both values are finite, real
+and apart by far more than the rounding of the largest value met on the way (a cancellation
+such as ``(x+10^{15})-10^{15}`` never passes for a difference); **equal** only for functions
+of symbols (constants are sympy's, at 50 digits) that agree to 20 digits at three points or
+more and differ at none, the rounding allowing 20 digits. The arithmetic is mpmath's (sympy's
+own, imported without sympy) at 40 digits. Anything else is None, and the pair goes to sympy
+as before.
 
 Read here (a squeezed leaf after :func:`normalize.clean`): integers; one-letter symbols with
 a subscript, Greek letters; ``\\pi``, ``e``, ``i``; ``+ - * / \\cdot \\times \\div ^``;
@@ -21,21 +24,33 @@ products by juxtaposition (``2x``, ``xy``, ``(a+1)(b)``); ``\\frac``, ``\\sqrt``
 
 from __future__ import annotations
 
-import cmath
-import math
 import re
+from functools import cache
 
 _TOKEN = re.compile(r"[0-9]+|\\[a-zA-Z]+|[a-zA-Z]|\*\*|\S")
 _GREEK = frozenset(
     ["alpha", "beta", "gamma", "delta", "epsilon", "varepsilon", "zeta", "eta", "theta", "vartheta", "iota", "kappa", "lambda", "mu", "nu", "xi", "rho", "sigma", "tau", "upsilon", "phi", "varphi", "chi", "psi", "omega", "Gamma", "Delta", "Theta", "Lambda", "Xi", "Sigma", "Phi", "Psi", "Omega"])
-_FUNCS = {"\\sin": cmath.sin, "\\cos": cmath.cos, "\\tan": cmath.tan,
-          "\\cot": lambda z: 1 / cmath.tan(z), "\\sec": lambda z: 1 / cmath.cos(z),
-          "\\csc": lambda z: 1 / cmath.sin(z), "\\arcsin": cmath.asin, "\\arccos": cmath.acos,
-          "\\arctan": cmath.atan, "\\sinh": cmath.sinh, "\\cosh": cmath.cosh,
-          "\\tanh": cmath.tanh, "\\ln": cmath.log, "\\exp": cmath.exp}
+_FUNCS = ("\\sin", "\\cos", "\\tan", "\\cot", "\\sec", "\\csc", "\\arcsin", "\\arccos",
+          "\\arctan", "\\sinh", "\\cosh", "\\tanh", "\\ln", "\\exp")
+DIGITS = 40  # mpmath's working precision: sympy evaluates at 30 digits
+
+
+@cache
+def _mp():
+    """mpmath (sympy's own arithmetic; imported on first use, without sympy) at DIGITS, and
+    the functions by command."""
+    import mpmath
+
+    ctx = mpmath.mp.clone()
+    ctx.dps = DIGITS
+    fns = {"\\sin": ctx.sin, "\\cos": ctx.cos, "\\tan": ctx.tan, "\\cot": ctx.cot,
+           "\\sec": ctx.sec, "\\csc": ctx.csc, "\\arcsin": ctx.asin, "\\arccos": ctx.acos,
+           "\\arctan": ctx.atan, "\\sinh": ctx.sinh, "\\cosh": ctx.cosh, "\\tanh": ctx.tanh,
+           "\\ln": ctx.log, "\\exp": ctx.exp}
+    return ctx, fns
 # the points of symbolic._POINTS, the symbols sorted by name and shifted as it shifts them
-POINTS = (0.5772156649015329, 1.3247179572447460, -0.7071067811865475, 2.2360679774997897,
-          -1.6180339887498949, 0.3183098861837907, -2.6457513110645906)
+POINTS = ("0.5772156649015329", "1.3247179572447460", "-0.7071067811865475",
+          "2.2360679774997897", "-1.6180339887498949", "0.3183098861837907", "-2.6457513110645906")
 MAX_TOKENS = 400
 
 
@@ -131,9 +146,9 @@ class _Reader:
             return self.group()
         self.take()
         if tok.isascii() and tok.isdigit():
-            return ("num", complex(int(tok)))
+            return ("num", int(tok))
         if tok == "\\pi":
-            return ("num", complex(math.pi))
+            return ("num", "pi")
         if tok == "\\frac":
             return ("/", self.group_braced(), self.group_braced())
         if tok == "\\sqrt":
@@ -156,7 +171,7 @@ class _Reader:
             return ("^", node, power) if power is not None else node
         if tok.isascii() and tok.isalpha() and len(tok) == 1 or tok[1:] in _GREEK:
             if tok == "e" or (tok == "i" and self.peek() != "_"):
-                return ("num", cmath.e if tok == "e" else 1j)
+                return ("num", tok)
             name = tok
             if self.peek() == "_":
                 self.take()
@@ -197,46 +212,73 @@ def _read(s: str):
     return node, r.syms
 
 
-def _eval(node, env: dict, scale: list):
+def _eval(node, env: dict, scale: list, ctx, fns):
     kind = node[0]
     if kind == "num":
-        v = node[1]
+        c = node[1]
+        v = ctx.mpc(ctx.pi if c == "pi" else ctx.e if c == "e" else ctx.j if c == "i" else c)
     elif kind == "sym":
         v = env[node[1]]
     elif kind == "neg":
-        v = -_eval(node[1], env, scale)
+        v = -_eval(node[1], env, scale, ctx, fns)
     elif kind == "fn":
-        v = _FUNCS[node[1]](_eval(node[2], env, scale))
+        v = fns[node[1]](_eval(node[2], env, scale, ctx, fns))
     elif kind == "root":
-        base = _eval(node[2], env, scale)
-        n = 2 if node[1] is None else _eval(node[1], env, scale)
-        v = base ** (1 / n)
+        base = _eval(node[2], env, scale, ctx, fns)
+        n = 2 if node[1] is None else _eval(node[1], env, scale, ctx, fns)
+        v = ctx.power(base, 1 / ctx.mpc(n))
     else:
-        a, b = _eval(node[1], env, scale), _eval(node[2], env, scale)
-        v = a + b if kind == "+" else a * b if kind == "*" else a / b if kind == "/" else a ** b
-    if not (math.isfinite(v.real) and math.isfinite(v.imag)):
+        a, b = _eval(node[1], env, scale, ctx, fns), _eval(node[2], env, scale, ctx, fns)
+        if kind == "/" and b == 0:
+            raise ZeroDivisionError
+        v = a + b if kind == "+" else a * b if kind == "*" else a / b if kind == "/" \
+            else ctx.power(a, b)
+    size = abs(v)
+    if not ctx.isfinite(size) or size > 10**300:
         raise OverflowError
-    scale[0] = max(scale[0], abs(v))
-    return v
+    scale[0] = max(scale[0], size)
+    return ctx.mpc(v)
 
 
-def differ(gold: str, pred: str) -> bool | None:
-    """True when the two squeezed single values are unequal at one of sympy's points (module
-    docstring), else None (not shown here)."""
+def _points(a, b):
+    """(va, vb, scale) at each of sympy's points where both sides evaluate."""
+    ctx, fns = _mp()
+    syms = sorted(a[1] | b[1])
+    for k in range(len(POINTS)):
+        env = {s: ctx.mpc(POINTS[(k + 2 * j) % len(POINTS)]) for j, s in enumerate(syms)}
+        scale = [ctx.mpf(1)]
+        try:
+            va, vb = _eval(a[0], env, scale, ctx, fns), _eval(b[0], env, scale, ctx, fns)
+        except (ZeroDivisionError, OverflowError, ValueError):
+            continue
+        yield va, vb, scale[0]
+
+
+def compare(gold: str, pred: str) -> bool | None:
+    """False when the two squeezed single values are unequal at one of sympy's points; True
+    when they are functions of symbols equal at every point where either is real, to 20
+    digits, three points at least; else None (module
+    docstring). Constants are left to sympy's 50 digits (``e^{\\pi\\sqrt{163}}`` is within
+    1e-29 of an integer)."""
     a, b = _read(gold), _read(pred)
     if a is None or b is None:
         return None
-    syms = sorted(a[1] | b[1])
-    for k in range(len(POINTS)):
-        env = {s: complex(POINTS[(k + 2 * j) % len(POINTS)]) for j, s in enumerate(syms)}
-        scale = [1.0]
-        try:
-            va, vb = _eval(a[0], env, scale), _eval(b[0], env, scale)
-        except (ZeroDivisionError, OverflowError, ValueError):
-            continue
-        tol = 1e-9 * scale[0]
-        if abs(va.imag) > tol or abs(vb.imag) > tol:
-            continue  # a point where a side is not real: sympy skips or decides otherwise
-        if abs(va.real - vb.real) > max(tol, 1e-6 * max(abs(va.real), abs(vb.real))):
-            return True
-    return None
+    agreed, equal = 0, bool(a[1] | b[1])
+    for va, vb, scale in _points(a, b):
+        tol = scale * 10 ** (8 - DIGITS)  # rounding of the largest value met, with room
+        real_a, real_b = abs(va.imag) <= tol, abs(vb.imag) <= tol
+        if not (real_a and real_b):
+            equal = equal and not (real_a or real_b)  # one side real, the other not
+            continue  # (sympy skips a point where both are non-real)
+        gap, size = abs(va.real - vb.real), max(abs(va.real), abs(vb.real))
+        if gap > max(tol, size * 10 ** -12):
+            return False
+        if gap > max(tol, size * 10 ** -20) or tol > size * 10 ** -20:
+            equal = False  # too close to call, or what rounding leaves is not 20 digits
+        agreed += 1
+    return True if equal and agreed >= 3 else None
+
+
+def differ(gold: str, pred: str) -> bool | None:
+    """True when :func:`compare` shows the two values unequal, else None."""
+    return True if compare(gold, pred) is False else None
