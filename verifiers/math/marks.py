@@ -44,7 +44,7 @@ _HEADING = re.compile(r"^[ \t>]*(?P<hash>#{1,6}[ \t]*)?(?P<b1>\*\*|__)?[ \t]*(?:
                       r"(?:final[ \t]+)?answers?[ \t]*(?P<c1>:)?[ \t]*(?P<b2>\*\*|__)?[ \t]*"
                       r"(?P<c2>:)?[ \t]*", re.IGNORECASE | re.MULTILINE)
 _HASHES = re.compile(r"####[ \t]*")
-_STRONG = re.compile(r"final\s+answer(?:\s+is\b|s\s+are\b)?(?!s)", re.IGNORECASE)
+_STRONG = re.compile(r"final\s+answer(?!s)(?:\s+is)?", re.IGNORECASE)  # "answers": not one mark
 _VERB = re.compile(r"[\s*]*(?:is|are|was|would\s+be|will\s+be|:|=)", re.IGNORECASE)
 _OPEN_END = re.compile(r"[\s*_]*(?:(?:is|are)\b[\s*_]*:?|:)[\s*_]*", re.IGNORECASE)
 _SAYS = re.compile(r"[A-Za-z ,]{0,60}?\b(?:is|are)\s+([A-Za-z]+(?:\s+[A-Za-z]+)?)\s*\.?",

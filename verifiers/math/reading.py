@@ -33,7 +33,7 @@ def may_phrase(s: str) -> bool:
     return "####" in s or "answer" in s.casefold()
 
 
-PHRASE = re.compile(r"final\s+answer(?:\s+is\b|s\s+are\b)?(?!s)|answers?\s+(?:is|are)|\banswer\s*:|^\s*answer\b"
+PHRASE = re.compile(r"final\s+answer(?!s)(?:\s+is)?|answers?\s+(?:is|are)|\banswer\s*:|^\s*answer\b"
                     r"|####", re.IGNORECASE)
 _NUMBER = re.compile(r"(?:(?<=\\boxed\{)|(?<![\w.\\^_{:]))-?(?:\d+(?::\d+)+|(?:\d{1,3}(?:,\d{3})+|\d+)"
                      r"(?:\.\d+)?(?:/\d+)?|\.\d+)"
