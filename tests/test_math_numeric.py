@@ -10,9 +10,10 @@ APART = [("x^{2}", "x^{3}"), ("\\sin(x)", "\\cos(x)"), ("\\sqrt{x}", "x"),
          ("\\frac{\\pi}{3}", "\\frac{\\pi}{4}"), ("e^{-\\frac{t}{RC}}I_{0}", "I_{0}e^{-\\frac{t}{R}}"),
          ("\\arctan(\\frac{1}{2})", "\\frac{\\pi}{6}"), ("\\sin^{2}(\\theta)", "\\sin(\\theta)"),
          ("2\\cos(2t)", "\\cos(2t)+1"), ("\\sqrt[3]{x+2}", "\\sqrt{x+2}"), ("xy", "x+y"),
-         ("\\sqrt{x^{2}}", "x")]  # unequal where x < 0 (real there)
+         ("\\sqrt{x^{2}}", "x"),  # unequal where x < 0 (real there)
+         ("3.1", "\\pi"), ("12.5", "\\sqrt{2}")]  # decimals 1% apart or more
 NOT_READ = [
-    ("3.14", "\\pi"),  # decimals: sympy's rounding rules (gold 3.14 is pi)
+    ("3.14", "\\pi"), ("0.5", "\\frac{1}{2}"),  # decimals within 1%: sympy's rounding rules
     ("\\log(x)", "\\ln(x)"),  # the base of \log
     ("f(x)", "g(x)"), ("f'", "g"),  # a function applied? a derivative?
     ("1/2x", "x"),  # 1/(2x) or x/2

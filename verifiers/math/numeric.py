@@ -4,21 +4,23 @@ A pair the fast path cannot decide goes to a sympy worker, which decides most of
 evaluating both sides at fixed points (``symbolic._identity``: unequal at a point where they
 differ with one side real, equal at three where they agree). :func:`compare` runs that check
 here first, on a small reader of its own, and decides only where sympy's check would decide
-the same way by a wide margin: both sides read, no decimal literal (sympy's rounding rules for
-decimals are not repeated here); **unequal** at a point where both values are finite, real
+the same way by a wide margin: both sides read; **unequal** at a point where both values are
+finite, real
 and apart by far more than the rounding of the largest value met on the way (a cancellation
-such as ``(x+10^{15})-10^{15}`` never passes for a difference); **equal** only for functions
+such as ``(x+10^{15})-10^{15}`` never passes for a difference), and, with a decimal literal
+on either side, by 1% or more (sympy's rounding rules for decimals, ``3.14`` = ``\\pi``, are
+not repeated here); **equal** only for functions without decimals
 of symbols (constants are sympy's, at 50 digits) that agree to 20 digits at three points or
 more and differ at none, the rounding allowing 20 digits. The arithmetic is mpmath's (sympy's
 own, imported without sympy) at 40 digits. Anything else is None, and the pair goes to sympy
 as before.
 
-Read here (a squeezed leaf after :func:`normalize.clean`): integers; one-letter symbols with
+Read here (a squeezed leaf after :func:`normalize.clean`): integers and decimals; one-letter symbols with
 a subscript, Greek letters; ``\\pi``, ``e``, ``i``; ``+ - * / \\cdot \\times \\div ^``;
 products by juxtaposition (``2x``, ``xy``, ``(a+1)(b)``); ``\\frac``, ``\\sqrt``,
 ``\\sqrt[n]``; parentheses and braces; ``\\sin`` ... ``\\arctan``, ``\\sinh`` ...,
 ``\\ln``, ``\\exp`` with a parenthesised or braced argument, and ``\\sin^2(x)``. Not read
-(None): decimals, ``\\log`` (its base), a letter before ``(`` (a function?), primes, dots,
+(None): ``\\log`` (its base), a letter before ``(`` (a function?), primes, dots,
 ``|..|``, ``!``, derivatives, sums, integrals, any other command.
 """
 
@@ -27,7 +29,7 @@ from __future__ import annotations
 import re
 from functools import cache
 
-_TOKEN = re.compile(r"[0-9]+|\\[a-zA-Z]+|[a-zA-Z]|\*\*|\S")
+_TOKEN = re.compile(r"[0-9]+(?:\.[0-9]+)?|\\[a-zA-Z]+|[a-zA-Z]|\*\*|\S")
 _GREEK = frozenset(
     ["alpha", "beta", "gamma", "delta", "epsilon", "varepsilon", "zeta", "eta", "theta", "vartheta", "iota", "kappa", "lambda", "mu", "nu", "xi", "rho", "sigma", "tau", "upsilon", "phi", "varphi", "chi", "psi", "omega", "Gamma", "Delta", "Theta", "Lambda", "Xi", "Sigma", "Phi", "Psi", "Omega"])
 _FUNCS = ("\\sin", "\\cos", "\\tan", "\\cot", "\\sec", "\\csc", "\\arcsin", "\\arccos",
@@ -63,7 +65,7 @@ class _Reader:
     ("neg", a), ("+"|"*"|"/"|"^", a, b), ("fn", f, a), ("root", n, a)."""
 
     def __init__(self, toks: list[str]) -> None:
-        self.t, self.i, self.syms = toks, 0, set()
+        self.t, self.i, self.syms, self.decimal = toks, 0, set(), False
 
     def peek(self) -> str | None:
         return self.t[self.i] if self.i < len(self.t) else None
@@ -145,8 +147,10 @@ class _Reader:
         if tok in ("(", "{"):
             return self.group()
         self.take()
-        if tok.isascii() and tok.isdigit():
-            return ("num", int(tok))
+        if tok.isascii() and tok.replace(".", "", 1).isdigit():
+            if "." in tok:
+                self.decimal = True
+            return ("num", tok)
         if tok == "\\pi":
             return ("num", "pi")
         if tok == "\\frac":
@@ -197,7 +201,7 @@ class _Reader:
 
 
 def _read(s: str):
-    if "." in s or "%" in s or len(s) > MAX_TOKENS * 4:
+    if "%" in s or len(s) > MAX_TOKENS * 4:
         return None
     toks = _TOKEN.findall(s)
     if len(toks) > MAX_TOKENS or "".join(toks) != s.replace(" ", ""):
@@ -209,14 +213,15 @@ def _read(s: str):
             return None
     except (_No, RecursionError):
         return None
-    return node, r.syms
+    return node, r.syms, r.decimal
 
 
 def _eval(node, env: dict, scale: list, ctx, fns):
     kind = node[0]
     if kind == "num":
         c = node[1]
-        v = ctx.mpc(ctx.pi if c == "pi" else ctx.e if c == "e" else ctx.j if c == "i" else c)
+        v = ctx.mpc(ctx.pi if c == "pi" else ctx.e if c == "e" else ctx.j if c == "i" else
+                    ctx.mpf(c))
     elif kind == "sym":
         v = env[node[1]]
     elif kind == "neg":
@@ -263,7 +268,8 @@ def compare(gold: str, pred: str) -> bool | None:
     a, b = _read(gold), _read(pred)
     if a is None or b is None:
         return None
-    agreed, equal = 0, bool(a[1] | b[1])
+    decimal = a[2] or b[2]  # sympy's rules for decimals: only a gap of 1% or more is shown
+    agreed, equal = 0, bool(a[1] | b[1]) and not decimal
     for va, vb, scale in _points(a, b):
         tol = scale * 10 ** (8 - DIGITS)  # rounding of the largest value met, with room
         real_a, real_b = abs(va.imag) <= tol, abs(vb.imag) <= tol
@@ -271,7 +277,7 @@ def compare(gold: str, pred: str) -> bool | None:
             equal = equal and not (real_a or real_b)  # one side real, the other not
             continue  # (sympy skips a point where both are non-real)
         gap, size = abs(va.real - vb.real), max(abs(va.real), abs(vb.real))
-        if gap > max(tol, size * 10 ** -12):
+        if gap > max(tol, size * (10 ** -2 if decimal else 10 ** -12)):
             return False
         if gap > max(tol, size * 10 ** -20) or tol > size * 10 ** -20:
             equal = False  # too close to call, or what rounding leaves is not 20 digits
