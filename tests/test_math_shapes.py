@@ -38,6 +38,7 @@ SHAPES = {
         ("\\boxed{\\frac12 < x \\le 8}", "[\\frac12, 8]", F),
         ("\\boxed{k < -5}", "(-\\infty,-5)", T), ("\\boxed{k \\le -5}", "(-\\infty, -5)", F),
         ("\\boxed{x^2 < 4}", "(-2, 2)", F), ("\\boxed{(-2, 2)}", "-2 < x < 2", T),
+        ("\\boxed{-2 \\le x \\le 7}", "x \\in [-2,7]", F), ("\\boxed{[-2, 7]}", "x \\in [-2,7]", T),
     ],
     # a ratio of two parts is the fraction it makes; a time is not
     "ratios": [

@@ -118,6 +118,8 @@ def compare(g: Node, p: Node, leaf_eq: LeafEq, trace: Trace | None = None) -> bo
         t.shape("relation vs interval")
         return eq(iv, p)
     if pk == "rel":
+        if gk in ("tuple", "union") and g.var == "member":  # x \in [-2,7] asks for the set,
+            return no("membership vs relation (policy)")  # as math-verify's policy has it
         iv = as_interval(p) if gk in ("tuple", "union") else None
         if iv is None:
             return no("value vs relation")

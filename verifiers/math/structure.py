@@ -15,7 +15,7 @@ compare two trees are in :mod:`match`. Node kinds, in the order the parser tries
   separates too), ``matrix`` (``pmatrix``/``bmatrix``/``array``...).
 - ``choice``: a multiple-choice letter with its value: ``(B) 12``, ``\\textbf{(D) }7``.
 - ``\\approx``: its exact side (``\\frac13 \\approx 0.33`` is 1/3; ``x \\approx 3.14`` is 3.14);
-  ``x \\in S``: S.
+  ``x \\in S``: S (an interval or union keeps ``var="member"``: stated as a membership).
 - ``rel``: inequalities, oriented to ``<``/``\\leq`` (``5 \\leq x`` = ``x \\geq 5``), chains
   (``-1<x<3``) and ``\\ne``; ``text`` holds the operators, ``src`` the whole relation.
 - ``eq``: a label equals a value (``x=3``, ``f(x)=x^2+1``, ``(p,q)=(3,2)``,
@@ -238,7 +238,10 @@ def _parse(s: str, depth: int, budget: list[int]) -> Node:
         return _parse(exact, depth + 1, budget)
     parts = split_top(s, (r"\in",))
     if len(parts) == 2 and is_label(squeeze(parts[0])):
-        return _parse(parts[1], depth + 1, budget)
+        member = _parse(parts[1], depth + 1, budget)  # "x \in S" is S, stated as a membership
+        if member.kind in ("tuple", "union"):
+            member = Node(member.kind, member.text, member.items, "member", member.src)
+        return member
     rel = _relation(s, depth, budget)
     if rel is not None:
         return rel
