@@ -1,6 +1,8 @@
 """Ours vs math-verify 0.9.0 on the same pairs, in one process, one run.
 
     nice -n 5 python bench/verify_math.py --math-verify-repo PATH [--pairs 600] [--seed 0]
+        [--skythought-repo PATH] [--processbench-repo PATH --gsm8k-repo PATH ...]
+        [--real SET,...] [--real-only] [--profile] [--real-rev REV]
 
 ``PATH`` is a Math-Verify checkout or git dir (``git clone https://github.com/huggingface/
 Math-Verify``); its regression cases are read from its ``tests/`` now, at bench time (see
@@ -18,6 +20,12 @@ Math-Verify``); its regression cases are read from its ``tests/`` now, at bench 
   ``simple``: integers and decimals only. Each is a full response with the answer in
   ``\\boxed{}``; math-verify gets ``parse("$" + gold + "$")``. Every pair has its own gold,
   so our parse cache does not help (the RL case, many predictions per gold, is ``rl``).
+- real responses (``--real``, with the repository flags of ``verify_math_corpus.py``): the
+  long-reasoning set ``skythought-long`` and the instruct sets ``processbench-*``,
+  ``skythought-chat`` (``math_corpora.py`` says what they are), each timed as whole processes,
+  the CLI with one worker against a math-verify process, CPU seconds and wall, one run, the
+  ratio printed (``verify_math_real.py``); ``--profile`` splits our time on each, and
+  ``--real-rev REV`` times (and profiles) commit REV's CLI beside ours.
 
 Single process each: ours with ``workers=1`` (one sympy worker used sequentially), math-verify
 in this process; both get the same untimed warm-up (``serve.WARM_UP``). Per set: right (vs
@@ -32,6 +40,9 @@ import os
 import random
 import time
 from fractions import Fraction
+
+import verify_math_real
+from verify_math_real import MV_CLI, dollar
 
 
 def _pairs_mixed(rng: random.Random, n: int) -> list[tuple[str, str, bool]]:
@@ -193,10 +204,6 @@ def _warm_math_verify():
         verify(parse(f"${g}$"), parse(f"${r}$"))
 
 
-def _dollar(gold: str) -> str:
-    return gold if any(d in gold for d in ("$", "\\(", "\\[", "\\boxed")) else f"${gold}$"
-
-
 def _run_math_verify(pairs, judge=None):
     """math-verify's verdicts: ``judge(i)`` for case sets with their own options, else
     ``verify(parse(gold), parse(prediction))``."""
@@ -207,7 +214,7 @@ def _run_math_verify(pairs, judge=None):
     if judge is not None:
         res = [judge(i) for i in range(len(pairs))]
     else:
-        res = [bool(verify(parse(_dollar(g)), parse(r))) for g, r, _ in pairs]
+        res = [bool(verify(parse(dollar(g)), parse(r))) for g, r, _ in pairs]
     return res, time.perf_counter() - t0
 
 
@@ -243,16 +250,6 @@ def _table(rows: list[dict]) -> None:
               f"{r['ratio']:.1f}x |")
 
 
-_MV_CLI = """
-import json, logging, sys
-logging.disable(logging.WARNING)
-from math_verify import parse, verify
-rows = [json.loads(line) for line in open(sys.argv[1])]
-out = [bool(verify(parse(r["gold"]), parse(r["prediction"]))) for r in rows]
-json.dump(out, open(sys.argv[2], "w"))
-"""
-
-
 def _cli_times(pairs, repeats: int = 3) -> dict:
     """Both verifiers end to end as commands: ours ``dapo-bench verify FILE --out OUT`` (the
     CLI default), math-verify a ``python -c`` loop over the same file (``parse`` +
@@ -273,13 +270,13 @@ def _cli_times(pairs, repeats: int = 3) -> dict:
         ours_in, mv_in = work / f"ours_{tag}.jsonl", work / f"mv_{tag}.jsonl"
         ours_in.write_text("".join(json.dumps({"prediction": r, "gold": g}) + "\n"
                                    for g, r, _ in rows))
-        mv_in.write_text("".join(json.dumps({"prediction": r, "gold": _dollar(g)}) + "\n"
+        mv_in.write_text("".join(json.dumps({"prediction": r, "gold": dollar(g)}) + "\n"
                                  for g, r, _ in rows))
         files[tag] = (ours_in, mv_in)
     cmds = {
         "ours": lambda f, o: [sys.executable, "-m", "dapo_bench.cli", "verify", str(f[0]),
                               "--out", str(o)],
-        "mv": lambda f, o: [sys.executable, "-c", _MV_CLI, str(f[1]), str(o)],
+        "mv": lambda f, o: [sys.executable, "-c", MV_CLI, str(f[1]), str(o)],
     }
     times = {(who, tag): [] for who in cmds for tag in files}
     for _ in range(repeats):
@@ -309,16 +306,34 @@ def _competition() -> list[tuple[str, str, bool]]:
     return [(g, p, e) for p, g, e in mod.PAIRS]
 
 
+REAL_SETS = ("skythought-long", "processbench-gsm8k", "processbench-math",
+             "processbench-olympiadbench", "processbench-omnimath", "skythought-chat")
+
+
 def main() -> None:
     import logging
 
+    from verify_math_corpus import add_corpus_args, load_sets
+
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--math-verify-repo", help="Math-Verify checkout or git dir (its tests)")
+    add_corpus_args(ap)  # --math-verify-repo and the real-response sets' repositories
     ap.add_argument("--pairs", type=int, default=600)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--real", default=",".join(REAL_SETS),
+                    help="real-response sets timed as whole processes (those loaded)")
+    ap.add_argument("--real-only", action="store_true", help="only the real-response sets")
+    ap.add_argument("--profile", action="store_true", help="also split our time on each")
+    ap.add_argument("--real-rev", help="also time this commit's CLI on the real sets")
     args = ap.parse_args()
     logging.disable(logging.WARNING)  # math-verify logs every unparsable candidate
     print(f"machine: {os.cpu_count()} cores (shared; ratios are from the same run)")
+    names = args.real.split(",")
+    loaded = load_sets(args, names)
+    real = {k: loaded[k] for k in names if k in loaded}  # in --real's order
+    if real:
+        verify_math_real.run(real, args.profile, args.real_rev)
+    if args.real_only:
+        return
     rows = []
     if args.math_verify_repo:
         from math_verify_cases import load_cases, math_verify_verdict

@@ -1,9 +1,12 @@
 """Agreement with labelled model responses: this checkout, an earlier commit, math-verify 0.9.0.
 
     python bench/verify_math_corpus.py [--gsm8k-repo PATH] [--prm800k-repo PATH]
-        [--math-verify-repo PATH] [--before 60d84a8]
+        [--math-verify-repo PATH] [--processbench-repo PATH --mario-repo PATH
+        --qwen-math-repo PATH --omni-math-rule-repo PATH] [--skythought-repo PATH]
+        [--only NAME,...] [--before 60d84a8] [--disagreements FILE.jsonl]
 
-Sets (each a list of (response, gold, label), the label saying whether the response is right):
+Sets (each a list of (response, gold, label, ref), the label saying whether the response is
+right, the ref finding the row again):
 
 - ``gsm8k-gpt3``: openai/grade-school-math ``grade_school_math/data/example_model_solutions.jsonl``
   (MIT): 1,319 GSM8K test problems, each solved by four GPT-3 models (6B/175B, fine-tuned or
@@ -23,6 +26,12 @@ Sets (each a list of (response, gold, label), the label saying whether the respo
 - ``mv-long``: math-verify's own long cases (model responses; see ``math_verify_cases.py``),
   when ``--math-verify-repo`` is given.
 - ``formats``: the format families of ``tests/test_math_formats.py`` (written shapes).
+- ``processbench-{gsm8k,math,olympiadbench,omnimath}``: 3,035 solutions of 12 open instruct
+  models with the source's final-answer label, golds joined from four repositories (each split
+  needs its gold repo: ``--gsm8k-repo``, ``--mario-repo``, ``--qwen-math-repo``,
+  ``--omni-math-rule-repo``); ``skythought-chat`` / ``skythought-long``: SkyThought's saved
+  Qwen2.5-Math-harness outputs (instruct models; Sky-T1 long reasoning), labelled by that
+  harness's grader. Sources, commits, licenses: ``math_corpora.py``.
 
 ``--speed``: also the time of extraction alone (``find_answer``), ours vs ``--before``'s, in
 this process, on verify_math.py's boxed responses and on each set here.
@@ -32,12 +41,16 @@ false "not equal" (a right one failed). ``--before REV`` judges with the verifie
 ``REV`` too, extracted with ``git archive`` into a temporary folder and run in a subprocess
 (its own imports, nothing patched). Ours runs as the CLI default (``MathVerifier()``).
 math-verify gets ``verify(parse(gold), parse(response))``, the gold wrapped in ``$..$`` when it
-has no delimiter.
+has no delimiter. ``--disagreements FILE`` writes one JSON line for every pair where ours and
+math-verify differ or ours differs from the label: set, ref, gold, label, both verdicts (ours
+with its extracted answer, ``answer_from`` and ``rule``; math-verify with what it parsed) and
+the response's last 800 characters.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import subprocess
@@ -46,24 +59,21 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "bench"))
+import math_corpora  # the bench folder is not a package: found through sys.path
+from math_corpora import Pair, read
+
 GSM8K_FILE = "grade_school_math/data/example_model_solutions.jsonl"
 MODELS = ("6b_finetuning", "6b_verification", "175b_finetuning", "175b_verification")
 
 
-def _read(repo: str, rel: str) -> str:
-    p = Path(repo)
-    if (p / rel).is_file():
-        return (p / rel).read_text()
-    return subprocess.run(["git", f"--git-dir={p}", "show", f"HEAD:{rel}"], capture_output=True,
-                          text=True, check=True).stdout
-
-
-def gsm8k_gpt3(repo: str) -> list[tuple[str, str, bool]]:
+def gsm8k_gpt3(repo: str) -> list[Pair]:
     out = []
-    for line in _read(repo, GSM8K_FILE).splitlines():
+    for i, line in enumerate(read(repo, GSM8K_FILE).splitlines()):
         row = json.loads(line)
         gold = row["ground_truth"].rsplit("A:", 1)[1].strip()
-        out += [(row[m]["solution"], gold, bool(row[m]["is_correct"])) for m in MODELS]
+        out += [(row[m]["solution"], gold, bool(row[m]["is_correct"]), f"gsm8k/{i} {m}")
+                for m in MODELS]
     return out
 
 
@@ -71,7 +81,7 @@ PRM800K_REV = "df7f9ba"
 PRM800K_FILES = ("phase1_test.stepwise-critic.parquet", "phase1_train_plus.stepwise-critic.parquet")
 
 
-def prm800k_solved(repo: str) -> list[tuple[str, str, bool]]:
+def prm800k_solved(repo: str) -> list[Pair]:
     import io
 
     import pyarrow.parquet as pq
@@ -79,13 +89,14 @@ def prm800k_solved(repo: str) -> list[tuple[str, str, bool]]:
     for name in PRM800K_FILES:
         blob = subprocess.run(["git", f"--git-dir={repo}", "show", f"{PRM800K_REV}:{name}"],
                               capture_output=True, check=True).stdout
-        for r in pq.read_table(io.BytesIO(blob)).to_pylist():
+        for i, r in enumerate(pq.read_table(io.BytesIO(blob)).to_pylist()):
             if r["is_solution"] and r["rating"] == 1 and r["answer"]:
-                out.append(("\n".join([*r["responses"], r["next_response"]]), r["answer"], True))
+                out.append(("\n".join([*r["responses"], r["next_response"]]), r["answer"], True,
+                            f"prm800k/{name.split('.')[0]}#{i}"))
     return out
 
 
-def shifted(pairs: list, step: int = 7) -> list[tuple[str, str, bool]]:
+def shifted(pairs: list, step: int = 7) -> list[Pair]:
     """Each response against another problem's gold (label: wrong): a precision check. A
     response that passes here passed by accident (a list of candidates, a stray number).
     Pairs whose two golds read the same (spaces, ``$`` and a trailing ``.0`` aside) are
@@ -94,51 +105,64 @@ def shifted(pairs: list, step: int = 7) -> list[tuple[str, str, bool]]:
         g = g.replace(" ", "").replace("$", "")
         return g.removesuffix(".0")
     n = len(pairs)
-    out = [(pairs[i][0], pairs[(i + step) % n][1], False) for i in range(n)]
+    out = [(pairs[i][0], pairs[(i + step) % n][1], False,
+            f"{pairs[i][3]} vs gold of {pairs[(i + step) % n][3]}") for i in range(n)]
     return [p for i, p in enumerate(out) if key(p[1]) != key(pairs[i][1])]
 
 
-def formats() -> list[tuple[str, str, bool]]:
+def formats() -> list[Pair]:
     sys.path.insert(0, str(ROOT / "tests"))
     from test_math_formats import FORMATS
-    return [(text, gold, passed) for rows in FORMATS.values() for text, gold, passed, _ in rows]
+    return [(text, gold, passed, f"formats/{fam}#{i}") for fam, rows in FORMATS.items()
+            for i, (text, gold, passed, _) in enumerate(rows)]
 
 
-def mv_long(repo: str) -> list[tuple[str, str, bool]]:
-    sys.path.insert(0, str(ROOT / "bench"))
+def mv_long(repo: str) -> list[Pair]:
     from math_verify_cases import load_cases
-    return [(c.pred, c.gold, c.expected) for c in load_cases(repo) if not c.short]
+    return [(c.pred, c.gold, c.expected, c.where) for c in load_cases(repo) if not c.short]
+
+
+def ours_verdicts(pairs: list) -> list:
+    from dapo_bench.verifiers.math import MathVerifier
+    with MathVerifier(workers=1) as v:
+        return v.verify_batch([p[0] for p in pairs], [p[1] for p in pairs])
 
 
 def ours(pairs: list) -> list[bool]:
-    from dapo_bench.verifiers.math import MathVerifier
-    with MathVerifier(workers=1) as v:
-        return [x.passed for x in v.verify_batch([p for p, _, _ in pairs], [g for _, g, _ in pairs])]
+    return [x.passed for x in ours_verdicts(pairs)]
 
 
-def math_verify(pairs: list) -> list[bool]:
+def math_verify_verdicts(pairs: list) -> list[tuple[bool, str]]:
+    """math-verify's verdict and what it parsed from the response, for each pair."""
     import logging
 
     from math_verify import parse, verify
     logging.disable(logging.CRITICAL)
     out = []
-    for pred, gold, _ in pairs:
+    for pred, gold, *_ in pairs:
         g = gold if ("$" in gold or "\\boxed" in gold) else f"${gold}$"
         try:
-            out.append(bool(verify(parse(g), parse(pred))))
-        except Exception:  # noqa: BLE001 - a crash is a "not equal", as math-verify's own default
-            out.append(False)
+            parsed = parse(pred)
+            out.append((bool(verify(parse(g), parsed)), str(parsed[-1]) if parsed else ""))
+        except Exception as e:  # noqa: BLE001 - a crash is a "not equal", as math-verify's own default
+            out.append((False, f"error: {type(e).__name__}"))
     return out
+
+
+def checkout(rev: str, dest: str) -> None:
+    """Commit *rev*'s package, as an importable tree in *dest* (``PYTHONPATH=dest`` and
+    ``cwd=dest``: its own imports, the installed package's path finder comes after)."""
+    arch = subprocess.run(["git", "-C", str(ROOT), "archive", rev, "dapo_bench", "verifiers",
+                           "tasks"], capture_output=True, check=True).stdout
+    subprocess.run(["tar", "-x", "-C", dest], input=arch, check=True)
+    os.symlink("../verifiers", Path(dest, "dapo_bench", "verifiers"))
+    os.symlink("../tasks", Path(dest, "dapo_bench", "task_specs"))
 
 
 def before(rev: str, sets: dict) -> dict[str, list[bool]]:
     """Verdicts of commit *rev*'s verifier, in a subprocess importing only that tree."""
     with tempfile.TemporaryDirectory() as tmp:
-        arch = subprocess.run(["git", "-C", str(ROOT), "archive", rev, "dapo_bench", "verifiers",
-                               "tasks"], capture_output=True, check=True).stdout
-        subprocess.run(["tar", "-x", "-C", tmp], input=arch, check=True)
-        os.symlink("../verifiers", Path(tmp, "dapo_bench", "verifiers"))
-        os.symlink("../tasks", Path(tmp, "dapo_bench", "task_specs"))
+        checkout(rev, tmp)
         src = Path(tmp, "pairs.json")
         src.write_text(json.dumps(sets))
         env = {**os.environ, "PYTHONPATH": tmp}
@@ -172,7 +196,7 @@ def extract_speed(rev: str, sets: dict) -> None:
     import verify_math
     texts = {"boxed (verify_math mixed)": [p for _, p, _ in
                                            verify_math._pairs_mixed(random.Random(0), 600)]}
-    texts.update({k: [p for p, _, _ in v] for k, v in sets.items() if k != "formats"})
+    texts.update({k: [p[0] for p in v] for k, v in sets.items() if k != "formats"})
     for name, items in texts.items():
         best = {}
         for label, mod in ((rev, old), ("ours", new)):
@@ -194,37 +218,86 @@ def score(passed: list[bool], labels: list[bool]) -> dict:
             "false_ne": sum(lab and not p for p, lab in zip(passed, labels))}
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def load_sets(args, names: list[str] | None = None) -> dict[str, list[Pair]]:
+    """The sets whose repositories *args* names (all of them, or those in *names*), in order."""
+    a, pb = args, math_corpora.PROCESSBENCH_SPLITS
+    makers = {"formats": formats}
+    if a.gsm8k_repo:
+        makers["gsm8k-gpt3"] = lambda: gsm8k_gpt3(a.gsm8k_repo)
+    if a.prm800k_repo:
+        makers["prm800k-solved"] = lambda: prm800k_solved(a.prm800k_repo)
+        makers["prm800k-shifted"] = lambda: shifted(prm800k_solved(a.prm800k_repo))
+    if a.gsm8k_repo:
+        makers["gsm8k-shifted"] = lambda: shifted(gsm8k_gpt3(a.gsm8k_repo)[::4], step=1)
+    if a.math_verify_repo:
+        makers["mv-long"] = lambda: mv_long(a.math_verify_repo)
+    if a.processbench_repo:
+        repos = dict(zip(pb, (a.gsm8k_repo, a.mario_repo, a.qwen_math_repo,
+                              a.omni_math_rule_repo)))
+        golds = functools.cache(lambda: math_corpora.processbench_golds(*repos.values()))
+        for split, gold_repo in repos.items():
+            if gold_repo:
+                makers[f"processbench-{split}"] = lambda s=split: math_corpora.processbench(
+                    a.processbench_repo, s, golds()[s])
+            else:
+                print(f"processbench-{split}: skipped (its gold repository was not given)")
+    if a.skythought_repo:
+        makers["skythought-chat"] = lambda: math_corpora.skythought(a.skythought_repo, False)
+        makers["skythought-long"] = lambda: math_corpora.skythought(a.skythought_repo, True)
+    return {k: make() for k, make in makers.items() if names is None or k in names}
+
+
+def disagreement(name: str, pair: Pair, v, mv: tuple[bool, str]) -> dict:
+    return {"set": name, "ref": pair[3], "gold": pair[1], "label": pair[2],
+            "ours": {"passed": v.passed, "reason": v.reason, "extracted": v.extracted,
+                     **v.details},
+            "mv": {"passed": mv[0], "parsed": mv[1]}, "chars": len(pair[0]),
+            "tail": pair[0][-800:]}
+
+
+def add_corpus_args(ap: argparse.ArgumentParser) -> None:
+    """The repository flags of the sets (also verify_math.py's, for its real-response sets)."""
     ap.add_argument("--gsm8k-repo", help="openai/grade-school-math checkout or git dir")
     ap.add_argument("--math-verify-repo", help="Math-Verify checkout or git dir (its tests)")
     ap.add_argument("--prm800k-repo", help="xhghhh/Enhancing-PRM800K git dir (PRM800K phase 1)")
+    ap.add_argument("--processbench-repo", help="QwenLM/ProcessBench git dir (commit ee5ae00)")
+    ap.add_argument("--mario-repo", help="MARIO-Math-Reasoning/MARIO_EVAL (MATH golds)")
+    ap.add_argument("--qwen-math-repo", help="QwenLM/Qwen2.5-Math (OlympiadBench golds)")
+    ap.add_argument("--omni-math-rule-repo", help="KbsdJames/omni-math-rule (Omni-MATH golds)")
+    ap.add_argument("--skythought-repo", help="NovaSky-AI/SkyThought git dir (commit 9a750c7)")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    add_corpus_args(ap)
+    ap.add_argument("--only", help="comma-separated set names to run (default: all loaded)")
     ap.add_argument("--before", default="60d84a8", help="earlier commit to compare ('' = none)")
     ap.add_argument("--speed", action="store_true", help="also time find_answer vs --before")
+    ap.add_argument("--disagreements", help="write the pairs judged differently here (JSONL)")
     args = ap.parse_args()
-    sets = {"formats": formats()}
-    if args.gsm8k_repo:
-        sets["gsm8k-gpt3"] = gsm8k_gpt3(args.gsm8k_repo)
-    if args.prm800k_repo:
-        sets["prm800k-solved"] = prm800k_solved(args.prm800k_repo)
-        sets["prm800k-shifted"] = shifted(sets["prm800k-solved"])
-    if args.gsm8k_repo:
-        sets["gsm8k-shifted"] = shifted(sets["gsm8k-gpt3"][::4], step=1)
-    if args.math_verify_repo:
-        sets["mv-long"] = mv_long(args.math_verify_repo)
+    sets = load_sets(args, args.only.split(",") if args.only else None)
     old = before(args.before, sets) if args.before else {}
+    rows = []
     print("| set | pairs (right) | judge | agreement | false \"equal\" | false \"not equal\" |")
     print("|---|---|---|---|---|---|")
     for name, pairs in sets.items():
-        labels = [lab for _, _, lab in pairs]
-        judges = {"ours": ours(pairs)}
+        labels = [p[2] for p in pairs]
+        verdicts, mv = ours_verdicts(pairs), math_verify_verdicts(pairs)
+        judges = {"ours": [v.passed for v in verdicts]}
         if name in old:
             judges[f"ours @ {args.before}"] = old[name]
-        judges["math-verify 0.9.0"] = math_verify(pairs)
+        judges["math-verify 0.9.0"] = [ok for ok, _ in mv]
         for judge, passed in judges.items():
             s = score(passed, labels)
             print(f"| {name} | {s['n']} ({sum(labels)}) | {judge} | {s['agree']}/{s['n']} "
-                  f"({100 * s['agree'] / s['n']:.1f}%) | {s['false_eq']} | {s['false_ne']} |")
+                  f"({100 * s['agree'] / s['n']:.1f}%) | {s['false_eq']} | {s['false_ne']} |",
+                  flush=True)
+        rows += [disagreement(name, p, v, m) for p, v, m in zip(pairs, verdicts, mv)
+                 if v.passed != m[0] or v.passed != p[2]]
+    if args.disagreements:
+        with open(args.disagreements, "w") as f:
+            f.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
+        print(f"{len(rows)} disagreements written to {args.disagreements}")
     if args.speed and args.before:
         extract_speed(args.before, sets)
 

@@ -40,8 +40,8 @@ RULES = [
     (r"x \ge 5", r"x\geq 5", T), (r"x \ge 5", r"x\geqslant 5", T), (r"x \ge 5", r"5 \leq x", T),
     (r"x \ge 5", "x>5", F), (r"x \ge 5", r"x \le 5", F), ("x<1", "-x>-1", T),
     ("-1<x<3", "3>x>-1", T), ("-1<x<3", r"-1<x\leq 3", F), (r"x\ne 2", r"x \neq 2", T),
-    (r"x\ge5", r"[5,\infty)", T), (r"[5,\infty)", r"x\ge5", F), ("-1<x<3", "(-1,3)", T),
-    ("(-1,3)", "-1<x<3", F), (r"x\ge5", r"(5,\infty)", F), (r"x \ne 2", r"(-\infty,2)\cup(2,\infty)", T),
+    (r"x\ge5", r"[5,\infty)", T), (r"[5,\infty)", r"x\ge5", T), ("-1<x<3", "(-1,3)", T),
+    ("(-1,3)", "-1<x<3", T), (r"x\ge5", r"(5,\infty)", F), (r"x \ne 2", r"(-\infty,2)\cup(2,\infty)", T),
     # digit separators
     ("1000", r"1,\!000", T), ("12345", "12{,}345", T), ("1000", r"1\,000", T),
     ("1000000", "1,000,000", T), ("15", "1,5", F), ("1.5", "1,5", T), ("1000.99", "1000,99", T),
@@ -50,7 +50,7 @@ RULES = [
     ("B", r"\text{(B)}", T), ("C", "(C)", T), ("D", r"\textbf{(D) }7", T),
     (r"\text{(B) } 12", "B", T), (r"\text{(B) } 12", "12", T), (r"\text{(B) } 12", "C", F),
     # ratios and clock times are ordered pairs, not divisions
-    ("12:00", "1:00", F), ("12:00", "12:00", T), ("3:2", "2:3", F), ("3:2", r"\frac32", F),
+    ("12:00", "1:00", F), ("12:00", "12:00", T), ("3:2", "2:3", F), ("3:2", r"\frac32", T), ("3:2", r"\frac23", F),
     # traps that stay unequal
     ("0", "10^{-7}", F), ("1000000", "1000001", F), (r"\pi", "3.14159", F), ("3.14159", r"\pi", T),
     ("2", r"\pm2", F), (r"\pm2", "2", F), (r"\pm2", "2, -2", T), ("1, 2, 3", "1, 3", F),
@@ -114,4 +114,6 @@ def test_rule_is_explained(verifier):
     assert (v.passed, v.extracted, v.details["answer_from"]) == (False, "3:4", "box")
     assert v.details["rule"] == "ratio: number"
     v = verifier.verify("$1 < x < 4$", "(1,4)")
-    assert v.details["rule"] == "interval vs relation (policy)"
+    assert v.details["rule"] == "interval vs relation: same form"
+    v = verifier.verify("$1 < x < 4$", "[1,4)")
+    assert (v.passed, v.details["rule"]) == (False, "interval vs relation: brackets [) vs ()")

@@ -164,7 +164,7 @@ def _mixed_pairs(n: int) -> tuple[list, list]:
     """Boxed integers, fractions, radicals, responses and a sympy pair, half of them right."""
     kinds = [(r"\boxed{{{i}}}", "{i}"), (r"so $x = \frac{{{i}}}{{7}}$", "{i}/7"),
              (r"\boxed{{{i}\sqrt{{2}}}}", r"\sqrt{{{ii}}}"), ("The answer is {i}.", "{j}"),
-             (r"\boxed{{\sin^2 x + \cos^2 x + {i}}}", "{j}")]
+             (r"\boxed{{\sin^2(1) + \cos^2(1) + {i}}}", "{j}")]
     preds, golds = [], []
     for k in range(n):
         p, g = kinds[k % len(kinds)]

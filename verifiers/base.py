@@ -38,7 +38,8 @@ the code verifier's per-test statuses ("runtime_error", "time_limit", "memory_li
 "output_limit", "checker_crashed", ...).
 
 ``INFRA_REASONS``: the reasons that are a failure of the verifying machinery itself, not of the
-answer (a worker or checker died, the sandbox is not isolated). Such a verdict fails, and
+answer (a worker or checker died, the sandbox is not isolated, the item's deadline passed
+before the verifier could decide: math's ``timeout``). Such a verdict fails, and
 ``Verdict.infra_error`` says so: a caller that trains on rewards reports it (TRL: None, verl: a
 flag; see dapo_bench.rewards) instead of a 0 that a policy would learn from.
 
@@ -61,7 +62,8 @@ from typing import Any, ClassVar, Protocol
 from dapo_bench.errors import UserError
 from dapo_bench.registry import Registry
 
-INFRA_REASONS = frozenset({"sandbox_error", "checker_crashed", "verifier_error"})
+INFRA_REASONS = frozenset({"sandbox_error", "checker_crashed", "verifier_error", "timeout"})
+# (the code verifier's own time limit on a program is the candidate's: ``time_limit``)
 
 
 @dataclass(frozen=True)
@@ -243,15 +245,23 @@ def verifier_for_label(label: Any, where: str = "label") -> str:
 
 
 THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
+# the tags of each thinking format: DeepSeek-R1, Qwen3, QwQ (<think>); Sky-T1, Bespoke-Stratos,
+# OpenThoughts (<|begin_of_thought|>, then the answer between <|begin_of_solution|> and
+# <|end_of_solution|>)
+THINKING = ((THINK_OPEN, THINK_CLOSE), ("<|begin_of_thought|>", "<|end_of_thought|>"))
 
 
 def answer_text(text: str) -> str:
     """What a verifier is given of a completion: its answer, never its thinking. Text up to
-    the last ``</think>`` is thinking (a template that opens ``<think>`` in the prompt, as
+    the last ``</think>`` (or ``<|end_of_thought|>``: :data:`THINKING`) is thinking (a template
+    that opens ``<think>`` in the prompt, as
     DeepSeek-R1's does, included) and the answer is what follows it; a completion that opens
     ``<think>`` and never closes it was cut off while thinking and has no answer (""); a
     completion without the tags is read whole. Every kind's ``input_from`` applies it."""
-    k = text.rfind(THINK_CLOSE)
-    if k >= 0:
-        return text[k + len(THINK_CLOSE):]
-    return "" if text.lstrip().startswith(THINK_OPEN) else text
+    for opened, closed in THINKING:
+        k = text.rfind(closed)
+        if k >= 0:
+            return text[k + len(closed):]
+        if text.lstrip().startswith(opened):
+            return ""
+    return text

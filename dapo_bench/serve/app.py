@@ -39,7 +39,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from dapo_bench.errors import UserError
-from dapo_bench.serve.engine import Engine, infrastructure_error
+from dapo_bench.serve.engine import Engine
 from dapo_bench.serve.metrics import Metrics
 from dapo_bench.serve.rows import check_item, verdict_row
 from dapo_bench.verifiers.base import VERIFIERS, short, verifier_for_label
@@ -229,12 +229,13 @@ def build_app(settings: Settings) -> Starlette:
             rows.append((cls.input_from(strip_prompt(q, p), label, where=f"query[{i}]"),
                          label, finished[i]))
         verdicts = await verified(groups, rows)
-        broken = [i for i, v in enumerate(verdicts) if infrastructure_error(v)]
+        broken = [i for i, v in enumerate(verdicts) if v.infra_error]
         if broken:  # a reward is a number: a 0 here would be learned from, so nothing is
             i = broken[0]
-            raise Refused(503, f"{len(broken)} item(s) failed in the verifier itself twice "
-                          f"(first: labels[{i}], {verdicts[i].reason}); nothing graded, retry",
-                          "infrastructure")
+            why = ("could not be decided within --timeout" if verdicts[i].reason == "timeout"
+                   else "failed in the verifier itself twice")
+            raise Refused(503, f"{len(broken)} item(s) {why} (first: labels[{i}], "
+                          f"{verdicts[i].reason}); nothing graded, retry", "infrastructure")
         rewards = [v.reward for v in verdicts]
         flags = {"passed": rewards,
                  "truncated": [float(v.reason == "truncated") for v in verdicts],

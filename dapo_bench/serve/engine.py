@@ -60,9 +60,11 @@ def serialize_ast_parse() -> None:
     ast.parse = serialized
 
 
-def infrastructure_error(v: Verdict) -> bool:
-    """Whether the verifying machinery failed (not the candidate): worth one rerun."""
-    return v.infra_error
+def worth_rerun(v: Verdict) -> bool:
+    """Whether the verifying machinery failed (not the candidate) in a way worth one rerun: a
+    worker that died. Not a ``timeout``: the item had its whole deadline, and a rerun would
+    answer after twice that."""
+    return v.infra_error and v.reason != "timeout"
 
 
 class _Shared:
@@ -83,7 +85,7 @@ class _Shared:
 
     def _batch(self, preds: list, golds: list, finished: list[bool]) -> list[Verdict]:
         out = self.verifier.verify_batch(preds, golds, finished=finished)
-        again = [i for i, v in enumerate(out) if infrastructure_error(v)]
+        again = [i for i, v in enumerate(out) if worth_rerun(v)]
         if again:
             self.metrics.rerun.labels(self.name).inc(len(again))
             redo = self.verifier.verify_batch([preds[i] for i in again],
@@ -124,7 +126,7 @@ class _Lanes:
         lane = self.free.get()
         try:
             (v,) = lane.verify_batch([pred], [gold], finished=[finished])
-            if infrastructure_error(v):
+            if worth_rerun(v):
                 self.metrics.rerun.labels(self.name).inc()
                 (v,) = lane.verify_batch([pred], [gold], finished=[finished])
             return v

@@ -21,8 +21,13 @@ from functools import lru_cache
 
 from dapo_bench.verifiers.math.exact import canonical
 from dapo_bench.verifiers.math.match import Trace, compare
-from dapo_bench.verifiers.math.normalize import clean, numbers_equal, parse_number
-from dapo_bench.verifiers.math.structure import Node, parse
+from dapo_bench.verifiers.math.normalize import (
+    clean,
+    number_with_unit,
+    numbers_equal,
+    parse_number,
+)
+from dapo_bench.verifiers.math.structure import Node, parse, unknowns
 
 
 class Undecided(Exception):
@@ -38,6 +43,18 @@ def prepare(answer: str) -> Node:
 
 _WORD = re.compile(r"^[A-Za-z]+$")
 _CONSTANTS = {"e", "i"}  # single letters sympy reads as constants (Euler's e, imaginary i)
+# answer words shorter than four letters (read as words, case aside; never as products xy)
+SHORT_WORDS = frozenset({"yes", "no", "odd"})
+# what binds a letter (\\sum_{k=1}^{5} k^2 is a number): no "number vs expression" then
+_BINDS = re.compile(r"\\(?:sum|prod|int|oint|lim|partial|binom|choose|mathrm\{d\})|\\frac\{d")
+_INCOMPLETE = re.compile(r"(?:[-+*/^=_(\[{]|\\(?:[dtc]?frac|sqrt|left|text|boxed|mathrm|cdot|times|"
+                         r"div|pm)?)\s*$")
+
+
+def incomplete(answer: str) -> bool:
+    """An answer cut before its end (``1/``, ``24 +``, ``2^6 * 3^9 * 5^``, ``\\frac``): no
+    reading of it is a value (sympy could not parse it either)."""
+    return bool(_INCOMPLETE.search(answer.rstrip(" .,;:$")))
 
 
 def fast_leaf_eq(g: str, p: str, trace: Trace | None = None) -> bool:
@@ -49,9 +66,15 @@ def fast_leaf_eq(g: str, p: str, trace: Trace | None = None) -> bool:
     if gn is not None and pn is not None:
         note("number")
         return numbers_equal(gn, pn)
+    if gn is not None and (pu := number_with_unit(p)) is not None:
+        note("number with its unit")  # 2.78m, 9.8m/s^2 for 2.78, 9.8
+        return numbers_equal(gn, pu)
+    if gn is not None and pn is None and not _BINDS.search(p) and unknowns(p):
+        note("number vs expression in unknowns")  # 29 vs "f(t)", "(3V)/(S)", "2^x"
+        return False
     gw, pw = _WORD.match(g), _WORD.match(p)
     if gw and pw:
-        if max(len(g), len(p)) >= 4:
+        if max(len(g), len(p)) >= 4 or g.lower() in SHORT_WORDS or p.lower() in SHORT_WORDS:
             note("word")
             return g.lower() == p.lower()
         if len(g) == len(p) == 1 and not {g, p} & _CONSTANTS:

@@ -27,7 +27,8 @@ but a rational constant, ``\\sqrt[n]{}``, fractional or symbolic exponents, divi
 sum or by a variable, functions (``\\sin``, ``\\log``, ``f(x)``: a letter before ``(`` may be
 a function), ``\\infty``, relations, anything ambiguous (``x2``, ``1/2x``).
 Bounded: at most MAX_TERMS terms, MAX_WORK term products in all, exponents up to MAX_EXP
-(constants) / MAX_DEGREE (with variables), radicands up to 10^12, ``n!`` up to 5000!.
+(constants) / MAX_DEGREE (with variables), radicands up to 10^12, ``n!`` up to 5000!, a
+coefficient of at most MAX_BITS bits and MAX_BIT_WORK bits made by all products.
 """
 
 from __future__ import annotations
@@ -44,6 +45,8 @@ MAX_EXP = 1000
 MAX_RADICAND = 10**12
 MAX_FACTORIAL = 5000
 MAX_WORK = 4000  # term products per value: bounds the time of one reading (tens of ms)
+MAX_BITS = 1 << 17  # bits of one coefficient (numerator and denominator): 5000!^2 fits
+MAX_BIT_WORK = 1 << 21  # bits of all the coefficients the products of one reading make
 _WORK = threading.local()
 
 # A term key: (monomial, s, m) for  monomial * i^s * sqrt(m); monomial is a sorted tuple of
@@ -72,7 +75,7 @@ def canonical(s: str) -> tuple | None:
     toks = _TOKEN.findall(s)
     if "".join(toks) != s.replace(" ", ""):
         return None  # a character the tokenizer does not know
-    _WORK.left = MAX_WORK
+    _WORK.left, _WORK.bits = MAX_WORK, MAX_BIT_WORK
     try:
         p = _Parser(toks)
         form = p.expr()
@@ -110,6 +113,16 @@ def _mono_mul(m1: tuple, m2: tuple) -> tuple:
     return tuple(sorted(d.items()))
 
 
+def _charge(c: Fraction) -> Fraction:
+    """Count a product's bits against the reading's budget: a big-number product costs time
+    that grows with its size (``5000!*5000!*...`` took seconds before this bound)."""
+    bits = c.numerator.bit_length() + c.denominator.bit_length()
+    _WORK.bits -= bits
+    if bits > MAX_BITS or _WORK.bits < 0:
+        raise _No
+    return c
+
+
 def _mul(a: dict, b: dict) -> dict:
     _WORK.left -= len(a) * len(b)
     if _WORK.left < 0:
@@ -118,7 +131,7 @@ def _mul(a: dict, b: dict) -> dict:
     for (m1, s1, r1), c1 in a.items():
         for (m2, s2, r2), c2 in b.items():
             g = gcd(r1, r2)
-            c = c1 * c2 * g * (-1 if s1 + s2 == 2 else 1)
+            c = _charge(c1 * c2 * g * (-1 if s1 + s2 == 2 else 1))
             k = (_mono_mul(m1, m2), (s1 + s2) % 2, (r1 // g) * (r2 // g))
             w = out.get(k, 0) + c
             if w:

@@ -23,7 +23,7 @@ first of these that finds something wins:
    is (-1,6)``).
 5. An answer phrase anywhere (the last), then ``bold`` (the last ``**..**`` with a digit or
    math in it), then, if ``fallback_last_number`` is on, ``last_number``: the last number
-   written as a whole number (:func:`reading.numbers`: never one inside ``\\sqrt{53}``,
+   written as a whole number (:func:`reading.last_number`: never one inside ``\\sqrt{53}``,
    ``(-1, 6)``, ``\\frac{3}{4}``, ``2 + 3``, or a list ``1, 2 and 3``), else ``none``.
 
 An unmarked final statement ``quantity = value`` (rules 3 and 4) gives its value
@@ -46,15 +46,18 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from dapo_bench.verifiers.math.marks import joined, marked_answer
+from dapo_bench.verifiers.base import answer_text
+from dapo_bench.verifiers.math.clock import check, ticks
+from dapo_bench.verifiers.math.marks import box_stands, joined, marked_answer
 from dapo_bench.verifiers.math.reading import (
     PHRASE,
     answer_in,
     is_bare,
     is_number,
+    last_number,
     last_token,
     lead_expression,
-    numbers,
+    may_phrase,
 )
 from dapo_bench.verifiers.math.spans import (
     Span,
@@ -64,23 +67,21 @@ from dapo_bench.verifiers.math.spans import (
     prepare_text,
     sentences,
 )
+from dapo_bench.verifiers.math.statement import (
+    after_spans,
+    counted,
+    no_span_statement,
+    subject_count,
+    value_of,
+)
 
 from dapo_bench.errors import UserError
 
-MAX_TEXT = 100_000  # characters of a model response we scan at all; longer is too_large
+MAX_TEXT = 4_000_000  # characters of a response read (about 1M tokens); longer is too_large
 
 _BOLD = re.compile(r"\*\*([^*\n]{1,200})\*\*")
-_RELATION = re.compile(r"\\(?:leq?|geq?|neq?|approx|equiv|pmod|bmod|mod|in|subset|sim|cong)(?![a-zA-Z])"
-                       r"|[<>,;!]|\band\b|\bor\b|\\begin")
-_NAME = re.compile(r"\s*[A-Za-z](?:_\{?\w+\}?)?\s*")  # x, a_1, a_{10}: what "x = 3" names
-_IS = re.compile(r"\b(?:is|are|equals|be)\s+|=\s*")
-_CLAUSE = re.compile(r"\b(?:since|because|as|where|which|while|if|although|but|for)\b",
-                     re.IGNORECASE)
 _SPAN_ONLY = re.compile(r"[\s.,;:!]*")
-_OPENER = re.compile(r"[\s,]*(?:(?:so|thus|therefore|hence|then|right|and|that|means|in|total|"
-                     r"all|overall|altogether|finally)[\s,.]*)*", re.IGNORECASE)
-_THERE = re.compile(r"\bthere\s+(?:are|is|were|was|will\s+be)\s+(?:(?:exactly|only|indeed|just|"
-                    r"a\s+total\s+of|in\s+total|then)\s+)*", re.IGNORECASE)
+
 
 
 CHECK_WINDOW = 4  # sentences from the end in which a check of the answer may open
@@ -95,16 +96,33 @@ _BACKREF = re.compile(r"[\s,.*]*(?:(?:and|so|right|yes)[\s,.!]+)*(?:that|this|wh
                       r"(?:our|the|my)\s+(?:final\s+)?answer\b", re.IGNORECASE)
 
 
+_DIGIT = re.compile(r"\d")
+
+
+_ASKS = re.compile(r"[\s*#>]*(?:evaluate|compute|calculate|find|simplify|determine|solve|express|"
+                   r"what\s+(?:is|are)|how\s+(?:many|much))\b", re.IGNORECASE)
+
+
+def _asks(sentence: list) -> bool:
+    """A sentence that sets a task rather than states a result (``Evaluate $(1+2i)6-3i$.``,
+    ``What is $(\\frac12)^{100} \\cdot 2^{100}$?``: a model echoing or inventing a problem)."""
+    return bool(sentence) and isinstance(sentence[0], str) and bool(_ASKS.match(sentence[0]))
+
+
 def _filler(sentence: list) -> bool:
-    return not any(isinstance(x, Span) or any(c.isdigit() for c in x) for x in sentence)
+    return not any(isinstance(x, Span) or _DIGIT.search(x) for x in sentence)
 
 
-def _phrase_in(sents: list[list], idx: int, follow: bool = True) -> str | None:
+def _phrase_in(sents: list[list], idx: int, follow: bool = True,
+               phrases: bool = True) -> str | None:
     """The answer after the last answer phrase of sentence *idx* (or, with ``follow``, in the
-    sentence after it when the phrase ends its sentence with ``:``)."""
+    sentence after it when the phrase ends its sentence with ``:``). ``phrases=False``: the
+    response holds no phrase at all (:func:`reading.may_phrase`), so None without a look."""
+    if not phrases:
+        return None
     s = sents[idx]
     for k in range(len(s) - 1, -1, -1):
-        if isinstance(s[k], str):
+        if isinstance(s[k], str) and may_phrase(s[k]):
             last = None
             for last in PHRASE.finditer(s[k]):
                 pass
@@ -139,88 +157,8 @@ def _last_line(text: str) -> str | None:
     return expr if expr is not None and expr == line.rstrip(". ") else None
 
 
-def value_of(ans: str) -> str:
-    """The value an unmarked final statement gives: the right side of ``f(1000)=1016``,
-    ``a+b=12``, ``x(x+2)+(x+2) = (x+1)(x+2)`` (what the sentence says the quantity IS). Kept
-    whole: a name and its value (``x = 5``, ``y = 2x + 3``: the comparator reads those), an
-    equation ``= 0`` in two or more variables (a line, a plane), anything with a relation, a
-    list or a matrix in it (``-\\frac{a}{6} = 1 and a = -6``, ``a \\equiv 1``). Marked
-    answers (a box, a heading, a "final answer" statement) are never cut: what a response
-    marks as its answer is compared as written."""
-    if "=" not in ans or _RELATION.search(ans):
-        return ans
-    inner = re.fullmatch(r"\s*(\$\$?|\\\[|\\\()(.*?)(\$\$?|\\\]|\\\))\s*\.?\s*", ans, re.DOTALL)
-    if inner:
-        ans = inner.group(2)
-    depth, cuts = 0, []
-    for i, ch in enumerate(ans):
-        depth += ch in "({["
-        depth -= ch in ")}]"
-        if ch == "=" and depth == 0:
-            cuts.append(i)
-    if not cuts or _NAME.fullmatch(ans[:cuts[0]]):
-        return ans
-    rhs = ans[cuts[-1] + 1:].strip().rstrip(".").strip()
-    names = set(re.findall(r"(?<![\\A-Za-z])[A-Za-z](?![A-Za-z])", ans[:cuts[0]]))
-    if rhs == "0" and len(names) >= 2:  # "x-2y+z-1=0": the equation of a plane is the answer
-        return ans
-    return rhs or ans
-
-
-def _counted(sentence: list) -> str | None:
-    """``So there are 28 ways to choose 2 cooks from 8 people``, ``there are $40$ integers
-    $x$ that satisfy ...``: the count the sentence states, not its last number."""
-    for k, x in enumerate(sentence):
-        if isinstance(x, Span):
-            return None  # "The probability is $\\frac{5}{36}$, since there are 36 outcomes"
-        for m in _THERE.finditer(x):
-            if not _OPENER.fullmatch(x[:m.start()]):
-                return None
-            rest = x[m.end():]
-            if re.match(r"\d+\s+[A-Za-z]+\s+(?:and|or)\s+\d", rest):  # "3 red and 4 blue"
-                return None
-            if not rest.strip() and k + 1 < len(sentence) and isinstance(sentence[k + 1], Span):
-                inner = sentence[k + 1].inner.strip()
-                if is_number(inner):
-                    return inner
-            num = re.match(r"(\d{1,3}(?:,\d{3})+|\d+)\s+[A-Za-z]", rest)
-            if num:
-                return num.group(1)
-    return None
-
-
-def _after_spans(sentence: list) -> list:
-    """The prose after the sentence's last math span: ``the remainder when $9^{1995}$ is
-    divided by 7 is 1`` gives ``is divided by 7 is 1`` (what the sentence says the span IS)."""
-    k = max((i for i, x in enumerate(sentence) if isinstance(x, Span)), default=-1)
-    rest = sentence[k + 1:]
-    if k >= 0 and _CLAUSE.search(" ".join(rest)):  # "$\\frac{5}{36}$, since there are 36 ..."
-        return []
-    return rest
-
-
-def _no_span_statement(sentence: list) -> str | None:
-    """``Therefore, the midpoint is (-1,6)``: the whole expression after the sentence's last
-    ``is``/``=``, when it ends the sentence (at most two words, a unit, after it)."""
-    text = " ".join(x for x in sentence if isinstance(x, str))
-    last = None
-    for last in _IS.finditer(text):
-        pass
-    if last is None:
-        return None
-    rest = text[last.end():]
-    expr = lead_expression(rest)
-    if expr is None:
-        return None
-    tail = rest[rest.find(expr) + len(expr):]
-    if tail[:1] not in ("", " ", ".", ",", "!", "*", "\n"):  # "1,000.99m²": not a whole expression
-        return None
-    tail = tail.strip(" .,!*")
-    return expr if len(tail.split()) <= 2 and not PHRASE.search(tail) else None
-
-
 def _bold(text: str) -> str | None:
-    for m in reversed(list(_BOLD.finditer(text))):
+    for m in ticks(reversed(list(_BOLD.finditer(text)))):
         inner = m.group(1)
         if any(c.isdigit() for c in inner) or "$" in inner or "\\" in inner:
             sub = math_spans(inner)
@@ -231,15 +169,15 @@ def _bold(text: str) -> str | None:
 
 
 def _last_number(sents: list[list]) -> str | None:
-    for s in reversed(sents):
+    for s in ticks(reversed(sents)):
         for x in reversed(s):
             if isinstance(x, Span):
                 if is_number(x.inner):
                     return x.inner.strip().rstrip(".,;")
-            else:
-                nums = numbers(x)
-                if nums:
-                    return nums[-1]
+            elif _DIGIT.search(x):
+                num = last_number(x)
+                if num is not None:
+                    return num
     return None
 
 
@@ -254,28 +192,33 @@ def _check_start(sents: list[list]) -> int | None:
     return None
 
 
-def _final_statement(sents: list[list], end: int) -> tuple[str, str] | None:
+def _final_statement(sents: list[list], end: int,
+                     phrases: bool = True) -> tuple[str, str] | None:
     """Rule 4 on ``sents[:end]``: the final sentence's answer phrase, else an answer phrase in
     the :data:`PHRASE_WINDOW` sentences before it (``So the answer is $1$. Right. $1+...+10$
     leaves a remainder of 1``: a later statement that restates or checks does not override
-    what the response called its answer), else what the final sentence states."""
+    what the response called its answer), else what the final sentence states.
+    ``phrases``: as :func:`_phrase_in`'s."""
     pointed = False  # "That's our answer." after it: the final sentence is the answer
-    for idx in range(end - 1, -1, -1):
-        ans = _phrase_in(sents, idx)
+    for idx in ticks(range(end - 1, -1, -1)):
+        ans = _phrase_in(sents, idx, phrases=phrases)
         if _filler(sents[idx]):  # no math; but "So the answer is B." states one
             if ans:
                 return ans, "phrase"
-            pointed = pointed or bool(_BACKREF.match(" ".join(map(str, sents[idx]))))
+            pointed = pointed or (phrases and bool(_BACKREF.match(" ".join(sents[idx]))))
             continue
         if ans:
             return value_of(ans), "phrase"
+        if _asks(sents[idx]):  # a task set, not a result: the final statement is before it
+            continue
         for k in range(idx - 1, max(idx - 1 - PHRASE_WINDOW * (not pointed), -1), -1):
-            ans = _phrase_in(sents, k, follow=False)  # "**Answer:**" then prose: not this
+            ans = _phrase_in(sents, k, follow=False, phrases=phrases)  # "**Answer:**" then prose
             if ans:
                 return value_of(ans), "phrase"
-        ans = _counted(sents[idx]) or _no_span_statement(_after_spans(sents[idx]))
+        ans = counted(sents[idx]) or no_span_statement(after_spans(sents[idx]))
         if ans is None and any(isinstance(x, Span) for x in sents[idx]):
             ans = last_token(sents[idx])
+            ans = subject_count(sents[idx], ans) or ans
         return (value_of(ans), "sentence") if ans else None
     return None
 
@@ -286,23 +229,32 @@ def find_answer(text: str, *, fallback_last_number: bool = True) -> tuple[str | 
     ``bold``, ``last_number``, or ``none``)."""
     if not isinstance(text, str) or not text.strip():
         return None, "none"
-    text = prepare_text(text)
+    text = prepare_text(answer_text(text))  # the answer, never the thinking (every path alike)
+    found = boxes(text)
+    ans = box_stands(text, found)
+    if ans:  # nothing after the last box can mark another answer: no other rule can win
+        return ans, "box"
+    check()  # (clock: each phase below is linear; the long loops check as they go)
     spans = math_spans(text)
-    marked = marked_answer(text, spans, boxes(text))
+    marked = marked_answer(text, spans, found)
     if marked:
         return marked
-    if is_bare(text, spans):
-        return text.strip() or None, "bare"
+    if is_bare(text, spans):  # (markdown bold around it is no part of it: "**2.78 m**")
+        return text.strip().strip("*").strip() or None, "bare"
+    check()
     ans = _last_line(text)
     if ans:
         return value_of(ans), "last_line"
     sents = sentences(text, spans)
-    check = _check_start(sents)
-    found = (_final_statement(sents, check) if check is not None else None) or \
-        _final_statement(sents, len(sents))
-    if found:
-        return found
-    for idx in range(len(sents) - 1, -1, -1):
+    phrases = may_phrase(text)
+    start = _check_start(sents)
+    check()
+    stated = (_final_statement(sents, start, phrases) if start is not None else None) or \
+        _final_statement(sents, len(sents), phrases)
+    if stated:
+        return stated
+    check()
+    for idx in ticks(range(len(sents) - 1, -1, -1)) if phrases else ():
         ans = _phrase_in(sents, idx)
         if ans:
             return ans, "phrase"
@@ -351,6 +303,14 @@ def extract_gold_from_solution(solution_text: str) -> str:
     if "####" in solution_text:
         return solution_text.rsplit("####", 1)[1].strip()
     raise UserError(f"no \\boxed{{}} or #### answer in solution {solution_text[:60]!r}...")
+
+
+def last_boxes(text: str, k: int) -> str | None:
+    """The contents of the last *k* boxes of a response as one list answer, when it has that
+    many (an answer of several parts boxed apart: ``the maximum is \\boxed{2}`` ... ``the
+    minimum is \\boxed{1}``), else None."""
+    found = boxes(prepare_text(text))
+    return ", ".join(b.inner for b in found[-k:]) if k > 1 and len(found) >= k else None
 
 
 def last_boxed(text: str) -> str | None:

@@ -36,6 +36,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 
+from dapo_bench.verifiers.math.clock import ticks
 from dapo_bench.verifiers.math.reading import after_is, answer_in, is_bare, mathy, words_answer
 from dapo_bench.verifiers.math.spans import Box, Span, last_box_group, math_spans, sentences
 
@@ -43,7 +44,7 @@ _HEADING = re.compile(r"^[ \t>]*(?P<hash>#{1,6}[ \t]*)?(?P<b1>\*\*|__)?[ \t]*(?:
                       r"(?:final[ \t]+)?answers?[ \t]*(?P<c1>:)?[ \t]*(?P<b2>\*\*|__)?[ \t]*"
                       r"(?P<c2>:)?[ \t]*", re.IGNORECASE | re.MULTILINE)
 _HASHES = re.compile(r"####[ \t]*")
-_STRONG = re.compile(r"final\s+answer(?:\s+is)?", re.IGNORECASE)
+_STRONG = re.compile(r"final\s+answer(?!s)(?:\s+is)?", re.IGNORECASE)  # "answers": not one mark
 _VERB = re.compile(r"[\s*]*(?:is|are|was|would\s+be|will\s+be|:|=)", re.IGNORECASE)
 _OPEN_END = re.compile(r"[\s*_]*(?:(?:is|are)\b[\s*_]*:?|:)[\s*_]*", re.IGNORECASE)
 _SAYS = re.compile(r"[A-Za-z ,]{0,60}?\b(?:is|are)\s+([A-Za-z]+(?:\s+[A-Za-z]+)?)\s*\.?",
@@ -102,7 +103,7 @@ def _after(text: str, pos: int) -> str | None:
 
 def _headings(text: str, spans: list[Span], starts: list[int], pos: int) -> list[re.Match]:
     out = []
-    for m in _HEADING.finditer(text, pos):
+    for m in ticks(_HEADING.finditer(text, pos)):
         eol = text.find("\n", m.end())
         rest = text[m.end():eol if eol >= 0 else len(text)]
         if not _outside(spans, starts, m.start()):
@@ -135,18 +136,39 @@ def _phrase_answer(text: str, m: re.Match) -> str | None:
     return _after(text, m.end())
 
 
+def box_stands(text: str, found: list[Box]) -> str | None:
+    """The last box group's answer when nothing after the last box can mark another (no
+    ``####``, no "answer"): then it is the marked answer, and no math span need be read."""
+    if not found:
+        return None
+    tail = text[found[-1].end:]
+    if "####" in tail or "answer" in tail.casefold():
+        return None
+    return joined(last_box_group(text, found))
+
+
+_MARKUP_ONLY = re.compile(r"[\s#*_=~`>|.:,;!?()\[\]{}-]*")
+
+
+def states(ans: str | None) -> bool:
+    """An answer that says something: not markup or punctuation alone (``##``, ``**``,
+    ``---``: what a degenerate tail puts after a heading)."""
+    return bool(ans) and not _MARKUP_ONLY.fullmatch(ans)
+
+
 def marked_answer(text: str, spans: list[Span], found: list[Box]) -> tuple[str, str] | None:
     """``(answer, mark)`` of the last mark in *text* (module docstring), or None. The marks
     are read from the last one back, and only until one gives an answer; a box always gives
     one, so only what follows the last box is searched."""
+    ans = box_stands(text, found)
+    if ans:
+        return ans, "box"
     pos = found[-1].end if found else 0  # a box always gives an answer: only later marks count
-    if found and "####" not in text[pos:] and "answer" not in text[pos:].lower():
-        return joined(last_box_group(text, found)), "box"
     starts = [sp.start for sp in spans]
     heads = _headings(text, spans, starts, pos)
     ranges = [(m.start(), m.end()) for m in heads[-TRIES:]]
-    hashes = [m for m in _HASHES.finditer(text, pos) if _outside(spans, starts, m.start())]
-    phrases = [m for m in _STRONG.finditer(text, pos) if _outside(spans, starts, m.start())
+    hashes = [m for m in ticks(_HASHES.finditer(text, pos)) if _outside(spans, starts, m.start())]
+    phrases = [m for m in ticks(_STRONG.finditer(text, pos)) if _outside(spans, starts, m.start())
                and not any(a <= m.start() < b for a, b in ranges)]
     marks = [(m.start(), "heading", m) for m in heads[-TRIES:]]
     marks += [(m.start(), "####", m) for m in hashes[-TRIES:]]
@@ -156,6 +178,6 @@ def marked_answer(text: str, spans: list[Span], found: list[Box]) -> tuple[str, 
     read = {"heading": _heading_answer, "####": _hashes_answer, "phrase": _phrase_answer}
     for _, how, m in sorted(marks, key=lambda c: c[0], reverse=True):
         ans = joined(last_box_group(text, found)) if how == "box" else read[how](text, m)
-        if ans:
+        if states(ans):
             return ans, how
     return None

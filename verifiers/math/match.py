@@ -4,21 +4,24 @@
 the worker) only for single values. Rules:
 
 - lists are sets: same values in any order, nothing missing or extra (a subset of a "find
-  all" answer fails); a tuple never equals a bare list, a list never a single value;
+  all" answer fails), a list never a single value; a predicted tuple ``(1, 2, 3)`` may stand
+  for a bare gold list (:func:`as_list`), never the reverse;
 - tuples and intervals are ordered and their brackets must agree; unions unordered;
-  matrices entrywise; ratios (``3:2``, ``12:00``) ordered, never equal to a number;
+  matrices entrywise; ratios (``3:2``, ``12:00``) ordered; a ratio of two parts against a
+  value is the fraction it makes (``1:2`` = ``\\frac12``; ``12:00`` none);
 - labels: ``x=3`` = ``3`` (one label: its name is not checked, ``x=3`` = ``y=3``); labelled
   lists match by label when both sides use the same labels, else in written order; a
   labelled gold (``p=3, q=2``) equals the tuple ``(3,2)`` or the list ``3, 2`` in that order;
 - equations (``eqn``): compared as equations by the leaf comparison; a gold value against a
   predicted computation ``5\\times 6\\times 4=120`` (or a chain ``a+2z=2z+a=101``) takes its
-  last part (math-verify's rule), but not an equation in a variable (gold 4, ``x^2=4``);
-  a gold equation never equals a bare value (``7=11a+c`` != ``11a+c``);
+  last part (math-verify's rule), and so does a named quantity's value (``|r-s|=16``,
+  ``x+y=4027``: :func:`structure.named_quantity`) and an identity (``(x-2)(x+2) = x^2-4``: its
+  sides equal), but not an equation in one unknown (gold 4, ``x^2=4``); a gold equation
+  never equals a bare value (``7=11a+c`` != ``11a+c``);
 - relations: same operators and sides, else the leaf comparison on the whole relations
-  (``-x>-1`` = ``x<1``); strict never equals non-strict. **Relation vs interval** is
-  asymmetric, as in math-verify: a gold relation in one variable (``x\\geq5``, ``-1<x<3``,
-  ``x\\ne 2``) is credited to the interval it describes (``[5,\\infty)``), but a gold
-  interval is never credited to a relation: restating the condition is not solving it;
+  (``-x>-1`` = ``x<1``); strict never equals non-strict. **Relation vs interval**, both
+  ways: a relation solved for one variable (``x\\geq5``, ``-1<x<3``, ``x\\ne 2``) is the
+  interval it describes (``[5,\\infty)``); an unsolved one (``x^2<4``) describes none;
 - multiple choice: a letter equals ``(B)``, ``\\text{(B) } 12``; a choice with a value also
   equals that value; a different letter never does;
 - decimal comma: ``1,22`` (no space, not a thousands group) equals the decimal ``1.22``, and
@@ -95,9 +98,14 @@ def compare(g: Node, p: Node, leaf_eq: LeafEq, trace: Trace | None = None) -> bo
         t.shape("label dropped")
         return eq(g.items[0], p) if gk == "eq" else eq(g, p.items[0])
     if pk == "eqn":
-        if p.var != "chain":
+        if p.var == "chain":
+            t.shape("chain: last part")
+        elif p.var == "named":  # |r-s|=16, x+y=4027: the value of what it names
+            t.shape("named quantity: its value")
+        elif p.items[1].kind == "leaf" and _identity(p, leaf_eq):  # (x-2)(x+2) = x^2-4
+            t.shape("identity: its value")
+        else:
             return no("value vs equation")  # x^2=4 is not the answer 4
-        t.shape("chain: last part")
         return eq(g, p.items[1])
     if gk == "choice" or pk == "choice":
         return _choice(g, p, eq, t)
@@ -110,8 +118,13 @@ def compare(g: Node, p: Node, leaf_eq: LeafEq, trace: Trace | None = None) -> bo
         t.shape("relation vs interval")
         return eq(iv, p)
     if pk == "rel":
-        return no("interval vs relation (policy)" if gk in ("tuple", "union") else
-                  "value vs relation")
+        if gk in ("tuple", "union") and g.var == "member":  # x \in [-2,7] asks for the set,
+            return no("membership vs relation (policy)")  # as math-verify's policy has it
+        iv = as_interval(p) if gk in ("tuple", "union") else None
+        if iv is None:
+            return no("value vs relation")
+        t.shape("interval vs relation")  # [1/2, 8] and 1/2 <= x <= 8: the same set, solved
+        return eq(g, iv)
     if gk == "labelled" or pk == "labelled":
         return _labelled(g, p, eq, t)
     if (gk, pk) == ("list", "leaf") and _comma_decimal(g, p) or (
@@ -119,6 +132,12 @@ def compare(g: Node, p: Node, leaf_eq: LeafEq, trace: Trace | None = None) -> bo
         return t.note("decimal comma")
     if gk == "matrix" and pk == "leaf" and "\\begin" in p.text:
         return leaf_eq(g.src, p.text)  # matrix arithmetic: A+B, AB
+    if gk == "list" and pk == "tuple" and as_list(p):  # "(1, 2, 3)" for "1,2,3"
+        t.shape("tuple as the list")
+        p = Node("list", items=p.items)
+        pk = "list"
+    if "ratio" in (gk, pk) and "leaf" in (gk, pk):
+        return _ratio_value(g, p, leaf_eq, t)
     if gk != pk:
         return no(f"shape: {gk} vs {pk}")
     if gk == "leaf":
@@ -131,6 +150,33 @@ def compare(g: Node, p: Node, leaf_eq: LeafEq, trace: Trace | None = None) -> bo
             return no(f"brackets {g.text} vs {p.text}")
         return all(eq(a, b) for a, b in zip(g.items, p.items))
     return _unordered(list(g.items), list(p.items), eq)
+
+
+def _identity(p: Node, leaf_eq: LeafEq) -> bool:
+    """Whether a predicted equation's two sides are equal (a computation written out to its
+    result, ``(x-2)(x+2)(x^2+4) = x^4 - 16``), as the leaf comparison decides (the fast path's
+    "undecided" sends the pair to sympy, as for any leaf)."""
+    return bool(leaf_eq(p.items[0].text, p.items[1].text))
+
+
+def as_list(p: Node) -> bool:
+    """Whether a predicted tuple may stand for a bare gold list (OlympiadBench writes every
+    answer of several values bare: ``1,2,3`` for "(1, 2, 3)"): any ``(..)``, and ``[..]`` of
+    three or more items (``[1, 2]`` is an interval). Compared as the list is: as a set."""
+    return p.text == "()" or (p.text == "[]" and len(p.items) >= 3)
+
+
+def _ratio_value(g: Node, p: Node, leaf_eq, t: Trace) -> bool:
+    """A ratio of two parts against a value: ``1:2`` is ``\\frac{1}{2}``, never ``2``."""
+    r, v = (g, p) if g.kind == "ratio" else (p, g)
+    if len(r.items) != 2 or any(n.kind != "leaf" for n in r.items):
+        return not t.note("ratio vs value")
+    den = parse_number(r.items[1].text)
+    if den is not None and den.value == 0:
+        return not t.note("ratio vs value")  # 12:00 is a time, not a fraction
+    t.shape("ratio as a fraction")
+    frac = f"\\frac{{{r.items[0].text}}}{{{r.items[1].text}}}"
+    return leaf_eq(v.text, frac) if v is g else leaf_eq(frac, v.text)
 
 
 def _unordered(gs: list[Node], ps: list[Node], eq) -> bool:

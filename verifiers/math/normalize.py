@@ -38,7 +38,8 @@ _UNICODE = {
     "\u00b0": "", "\u03c0": r"\pi ", "\u221e": r"\infty ", "\u221a": r"\sqrt", "\u2264": r"\le ",
     "\u2265": r"\ge ", "\u2260": r"\ne ", "\u00a0": " ", "\u2009": " ", "\u202f": " ",
     "\u00bd": r"\frac{1}{2}", "\u00b2": "^2", "\u00b3": "^3",
-    "\u222a": r"\cup ", "\u2208": r"\in ", "\u00f7": r"\div ",
+    "\u222a": r"\cup ", "\u2208": r"\in ", "\u00f7": r"\div ", "\u00b1": r"\pm ",
+    "\u2213": r"\mp ",
 }
 _UNICODE_RE = re.compile("|".join(map(re.escape, _UNICODE)))
 
@@ -73,6 +74,17 @@ _SUBS: list[tuple[re.Pattern, str]] = [
     (re.compile(r"\\sqrt\s*([0-9a-zA-Z])"), r"\\sqrt{\1}"),
 ]
 _DELIMS = re.compile(r"\$|\\\(|\\\)|\\\[|\\\]")
+# a family of solutions' parameter, stated after it: ", k \in \mathbb{Z}", "\text{ for } k \in
+# \mathbb{Z}", "\text{ for any integer } k", "\text{ where } k \text{ is an integer}"
+_TEXT = r"\\(?:text|textrm|mbox|mathrm)\s*\{"
+_INTEGERS = re.compile(
+    r"(?:\s|,|;|\\q?quad\b)*\(?\s*(?:" + _TEXT + r"\s*,?\s*(?:for|where)\s*(?:all|any|some|every)?\s*\}"
+    r"\s*)?[a-zA-Z]\s*\\in\s*\\(?:mathbb|Bbb)\s*\{?\s*[ZN]\s*\}?\s*\)?\s*$"
+    r"|(?:\s|,|;)*" + _TEXT + r"\s*,?\s*(?:for|where)\s+(?:all|any|some|every)?\s*(?:integers?|"
+    r"whole\s+numbers?)\s*\}\s*[a-zA-Z]\s*$"
+    r"|(?:\s|,|;)*" + _TEXT + r"\s*,?\s*(?:for|where)\s*\}\s*[a-zA-Z]\s*" + _TEXT
+    + r"\s*(?:is|are)\s+(?:an?\s+)?(?:integers?|any\s+integer)\s*\.?\s*\}\s*$")
+_STRAY_BACKSLASH = re.compile(r"(?<!\\)\\(?=\d)")  # "\15" for "\$15": no command starts so
 _TEXT_CMD = r"\\(?:text|textrm|textnormal|textbf|textit|mathrm|mbox|mathbf|mathit|rm|operatorname)"
 _TRAILING_UNIT = re.compile(
     _TEXT_CMD + r"\s*\{\s*[a-zA-Z][a-zA-Z .\-/]*\}\s*(?:\^\s*\{?-?\d\}?)?\s*$")
@@ -109,6 +121,9 @@ def clean(s: str) -> str:
     check_size(s)
     s = to_latex(_UNICODE_RE.sub(lambda m: _UNICODE[m.group(0)], s))
     s = _WS_RUN.sub(" ", _DELIMS.sub(" ", s))  # single spaces keep the regexes below linear
+    m = _INTEGERS.search(s, max(0, len(s) - 160))  # (the tail only: linear on any answer)
+    s = _STRAY_BACKSLASH.sub("", s[:m.start()] if m else s)
+    s = _first_of_equivalents(s)
     for pat, rep in _SUBS:
         s = pat.sub(rep, s)
     s = s.strip()
@@ -125,6 +140,19 @@ def clean(s: str) -> str:
     if _THOUSANDS.match(s):
         s = s.replace(",", "").replace(" ", "")
     return _DIGIT_SPACE.sub(", ", s)
+
+
+_EQUIVALENTLY = re.compile(r"(?:,|;|\(|\\text\{|\\quad|\s)*(?:\bor\s+)?\bequivalently\b", re.IGNORECASE)
+
+
+def _first_of_equivalents(s: str) -> str:
+    """``\\frac12, or equivalently 0.5``: one answer written two ways is its first way (never
+    the list of both)."""
+    k = s.lower().find("equivalently")
+    if k < 0:
+        return s
+    m = _EQUIVALENTLY.search(s, max(0, k - 40))
+    return s[:m.start()].rstrip() if m and m.start() > 0 else s
 
 
 def strip_unit(s: str) -> str:
@@ -150,10 +178,16 @@ _CMD_SPACE = re.compile(r"(\\[a-zA-Z]+)\s+(?=[a-zA-Z0-9])")
 _WS = re.compile(r"\s+")
 
 
+_SCRIPT = re.compile(r"(?<!\\)([_^])([0-9a-zA-Z])(?![0-9a-zA-Z])")
+
+
 def squeeze(s: str) -> str:
-    """Drop spaces that carry no meaning (keeps one after a command: ``\\pi r`` stays)."""
+    """Drop spaces that carry no meaning (keeps one after a command: ``\\pi r`` stays), and
+    brace a script of one character alone (``4210_5`` is ``4210_{5}``, ``x^2`` is ``x^{2}``; never
+    ``2^10``, which plain text means as 1024: one
+    spelling, decided as the same form without sympy)."""
     s = _CMD_SPACE.sub(lambda m: m.group(1) + "\x00", s.strip())
-    return _WS.sub("", s).replace("\x00", " ")
+    return _SCRIPT.sub(r"\1{\2}", _WS.sub("", s).replace("\x00", " "))
 
 
 @dataclass(frozen=True)
@@ -174,11 +208,24 @@ class Num:
 
 _INT = re.compile(r"^([+-]?)(\d+)$")
 _DEC = re.compile(r"^([+-]?)(\d*)\.(\d+)$")
-_SCI = re.compile(r"^([+-]?)(\d+)(?:\.(\d+))?(?:[eE]|(?:\\times|\\cdot|\*|x)10\^)\{?([+-]?\d{1,3})\}?$")
+_SCI = re.compile(r"^([+-]?)(\d+)(?:\.(\d+))?(?:[eE]|(?:\\times ?|\\cdot ?|\*|x)10\^)\{?([+-]?\d{1,3})\}?$")
 _POW10 = re.compile(r"^([+-]?)10\^\{?([+-]?\d{1,3})\}?$")
 _FRAC = re.compile(r"^([+-]?)\\frac\{([+-]?\d+)\}\{([+-]?\d+)\}$")
 _SLASH = re.compile(r"^([+-]?)(\d+)/(\d+)$")
 _MIXED = re.compile(r"^([+-]?)(\d+)\\frac\{(\d+)\}\{(\d+)\}$")
+
+
+_UNIT = (r"(?:[kMGmμunpc]?(?:m|s|g|K|J|N|W|V|Pa|Hz|L|mol|eV|cal|Å|Ω|F|T|A|C)|min|hr?s?|yrs?"
+         r"|atm|bar|lbs?|ft|in|mi|mph|rpm)(?:\^\{?-?\d\}?)?")
+_NUMBER_UNIT = re.compile(rf"^(-?[\d.,]+(?:\\times ?10\^\{{?-?\d+\}}?|e-?\d+)?){_UNIT}(?:/{_UNIT})*$")
+
+
+def number_with_unit(s: str) -> Num | None:
+    """A squeezed ``2.78m``, ``9.8m/s^2``, ``700C`` (from ``700°C``), ``5Å``: the number before
+    an SI or common unit symbol, or None. Only ever read against a gold that is a plain number
+    (:func:`check.fast_leaf_eq`): alone, ``5m`` may be the product ``5m``."""
+    m = _NUMBER_UNIT.match(s)
+    return parse_number(m.group(1).replace(",", "")) if m else None
 
 
 def parse_number(s: str) -> Num | None:

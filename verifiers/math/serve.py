@@ -1,4 +1,4 @@
-"""A math worker process: ``python -m dapo_bench.verifiers.math.serve FD``.
+"""A math worker process: ``python -m dapo_bench.verifiers.math.serve FD [warm]``.
 
 The worker's side of the protocol in ``worker.py`` (the pool, which the package imports):
 answer ``(op, args)`` messages on the socket FD until it closes. Kept apart from the pool so
@@ -14,8 +14,8 @@ import threading
 import time
 from multiprocessing.connection import Connection
 
-# Pairs a new worker checks before it reports ready (about 0.3 s): the LaTeX parser builds its
-# lookahead tables lazily, so the first parses of each kind are 10-20x slower than later ones.
+# Pairs a worker started by WorkerPool.warm() checks before it reports ready: the LaTeX parser
+# builds its lookahead tables lazily, so the first parses of each kind are 10-20x slower.
 WARM_UP = (
     (r"\frac{\sqrt{3}}{2}", r"\sqrt{3}/2"), ("x^2+2x+1", "(x+1)^{2}"), ("y=2x+1", "2x+1-y=0"),
     (r"\sin(x)+\ln|x|+C", r"\ln \left|x\right|+\sin x+C"), ("2i+1", r"1+\sqrt{-1}"),
@@ -32,15 +32,15 @@ def _watch_parent(parent: int) -> None:
     os._exit(0)  # the parent is gone: do not outlive it, even inside a long sympy call
 
 
-def serve(fd: int) -> None:
+def serve(fd: int, warm: bool = False) -> None:
     """The worker's loop: answer (op, args) messages on fd until the socket closes."""
     threading.Thread(target=_watch_parent, args=(os.getppid(),), daemon=True).start()
     conn = Connection(fd)
     from dapo_bench.verifiers.math import symbolic  # warm import (sympy, latex2sympy)
-    from dapo_bench.verifiers.math.verifier import fast_many
+    from dapo_bench.verifiers.math.item import fast_many
 
     ops = {"compare": symbolic.full_compare, "fast": fast_many, "ping": lambda: "pong"}
-    for g, p in WARM_UP:  # builds the parser's lookahead tables before the first real call
+    for g, p in WARM_UP if warm else ():  # the parser's tables, before the first real call
         symbolic.full_compare(g, p)
         symbolic.equal(symbolic.to_sympy(g), symbolic.to_sympy(p))  # also those exact.py decides
     conn.send("ready")
@@ -57,4 +57,4 @@ def serve(fd: int) -> None:
 
 
 if __name__ == "__main__":
-    serve(int(sys.argv[1]))
+    serve(int(sys.argv[1]), warm=sys.argv[2:] == ["warm"])

@@ -17,12 +17,15 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import cache
+from typing import NamedTuple
 
-_CHAT_END = re.compile(r"<\|(?:im_start|im_end|endoftext|eot_id|end_of_text)\|>")
+from dapo_bench.verifiers.math.clock import EVERY, check, ticks
+
+_CHAT_END = re.compile(r"<\|(?:im_start|im_end|endoftext|eot_id|end_of_text|end_of_solution)\|>")
 _DOUBLED = re.compile(
     r"(?<!\\)\\\\(?=(?:boxed|fbox|frac|dfrac|tfrac|cfrac|sqrt|left|right|pi|leq?|geq?|lt|gt|neq?|cdot"
     r"|times|text|textbf|mathrm|in|infty|cup|cap|pm|mp|quad|qquad|approx|begin|end)(?![a-zA-Z]))")
-_ENV = re.compile(r"\\begin\{(align|equation|gather|eqnarray|multline|displaymath)(\*?)\}")
 _BOX = re.compile(r"\\(?:boxed|fbox)(?![a-zA-Z])")
 
 
@@ -35,94 +38,130 @@ def prepare_text(text: str) -> str:
     return text
 
 
-@dataclass(frozen=True)
-class Span:
+class Span(NamedTuple):
     start: int  # of the opening delimiter
     end: int  # after the closing delimiter
     inner: str
 
 
-def _close(text: str, i: int, opener: str, closer: str, find) -> tuple[int, bool]:
-    """(index of the closer of the inline span opened at *i*, or -1; broken). A span padded
-    by a space whose body breaks a line (``$ \\n 9 \\n $``) is *broken*: neither math nor
-    prose, as math-verify reads it."""
-    padded = text[i + len(opener):i + len(opener) + 1].isspace()
-    j = i + len(opener)
-    while True:
-        j = find(closer, j)
-        if j < 0:
-            return -1, False
-        if closer == "$" and text[j - 1] == "\\":  # \$ inside math: an escaped dollar
-            j += 1
-            continue
-        body = text[i + len(opener):j]
-        if "\n" in body:
-            return (j, True) if padded and body.strip() else (-1, False)
-        if not body.strip() or (closer == "$" and text[j - 1].isspace() and not padded):
-            return -1, False  # "$10,200 + $255": the first $ is currency
-        return j, False
+class _Finder:
+    """``text.find`` (or a regex search) that remembers its last answer for each needle: the
+    scan only moves forward, so each needle's searches cover the text once (linear time on
+    texts full of unclosed openers, or of openers whose closer is far away)."""
 
+    __slots__ = ("last", "text")
 
-def _finder(text: str):
-    """``text.find`` that remembers where a closer no longer occurs (linear time on texts
-    full of unclosed openers)."""
-    absent: dict[str, int] = {}
+    def __init__(self, text: str) -> None:
+        self.text, self.last = text, {}
 
-    def find(sub: str, start: int) -> int:
-        if start >= absent.get(sub, len(text) + 1):
-            return -1
-        k = text.find(sub, start)
-        if k < 0:
-            absent[sub] = min(start, absent.get(sub, start))
+    def find(self, sub: str | re.Pattern, start: int) -> int:
+        got = self.last.get(sub)
+        if got is not None and got[0] <= start and (got[1] < 0 or got[1] >= start):
+            return got[1]
+        if isinstance(sub, str):
+            k = self.text.find(sub, start)
+        else:
+            m = sub.search(self.text, start)
+            k = m.start() if m else -1
+        self.last[sub] = (start, k)
         return k
 
-    return find
+
+_LIVE_DOLLAR = re.compile(r"(?<!\\)\$")  # a closing $: not right after a backslash (\$)
+_NONSPACE = re.compile(r"\S")
+
+
+def _inline(text: str, find, start: int, k: int, dollar: bool) -> tuple[int, bool]:
+    """(*k*, the closer of the inline span whose body starts at *start*, or -1; broken). A
+    span padded by a space whose body breaks a line (``$ \n 9 \n $``) is *broken*: neither
+    math nor prose, as math-verify reads it; an unpadded body never breaks a line; a blank
+    body is no span, nor (for ``$``) a body that ends in a space unless it is padded
+    (``$10,200 + $255``: the first ``$`` is currency). Only remembered searches, no slice of
+    the body: linear time however many openers share a far closer."""
+    if not text[start:start + 1].isspace():  # unpadded
+        if k == start or (dollar and text[k - 1].isspace()):
+            return -1, False
+        return (-1, False) if 0 <= find("\n", start) < k else (k, False)
+    nonspace = find(_NONSPACE, start)
+    if nonspace < 0 or nonspace >= k:  # a blank body
+        return -1, False
+    return k, 0 <= find("\n", start) < k
+
+
+_ENVS = r"begin\{(align|equation|gather|eqnarray|multline|displaymath)(\*?)\}"
+
+
+@cache
+def _delims(dead: frozenset) -> re.Pattern:
+    """The openers still worth finding: none of a kind whose closer no longer occurs (``$$``
+    stays while ``$`` lives: a ``$$`` is never read as two ``$``)."""
+    alts = [] if {"$", "$$"} <= dead else ([r"\$\$?"] if "$" not in dead else [r"\$\$"])
+    alts += [re.escape(k) for k in ("\\[", "\\(") if k not in dead] + ["\\\\" + _ENVS]
+    return re.compile("|".join(alts))
 
 
 def math_spans(text: str) -> list[Span]:
-    """Math spans in order; a broken span (see :func:`_close`) has an empty ``inner``."""
-    out, i, n, find = [], 0, len(text), _finder(text)
-    while i < n:
-        j = min((k for k in (find("$", i), find("\\", i)) if k >= 0), default=-1)
-        if j < 0:
-            break
-        if text[j] == "\\":
-            two = text[j:j + 2]
-            if two == "\\[":
-                k = find("\\]", j + 2)
-                if k >= 0:
-                    out.append(Span(j, k + 2, text[j + 2:k]))
-                    i = k + 2
-                    continue
-            elif two == "\\(":
-                k, broken = _close(text, j, "\\(", "\\)", find)
-                if k >= 0:
-                    out.append(Span(j, k + 2, "" if broken else text[j + 2:k]))
-                    i = k + 2
-                    continue
-            elif two == "\\b" and (m := _ENV.match(text, j)):
-                end = f"\\end{{{m.group(1)}{m.group(2)}}}"
-                k = find(end, m.end())
-                if k >= 0:
-                    out.append(Span(j, k + len(end), text[m.end():k]))
-                    i = k + len(end)
-                    continue
-            i = j + 2
+    """Math spans in order; a broken span (see :func:`_inline`) has an empty ``inner``. A
+    backslash escapes the character after it (``\\$`` is a dollar, ``\\\\[`` no display).
+    Each opener is found by one regex search, and an opener whose closer no longer occurs is
+    skipped by the next searches, so the time is linear in the text."""
+    out: list[Span] = []
+    i, find, dead, steps = 0, _Finder(text).find, frozenset(), 0
+    search = _delims(dead).search
+    while (m := search(text, i)) is not None:
+        steps += 1
+        if not steps % EVERY:
+            check()
+        j = b = m.start()
+        while b > i and text[b - 1] == "\\":
+            b -= 1
+        if (j - b) % 2:  # escaped by the backslash before it
+            i = j + 1
             continue
-        if text.startswith("$$", j):
-            k = find("$$", j + 2)
+        tok, gone = m.group(0), ""  # gone: the kind whose closer no longer occurs
+        if tok == "$":
+            k = find(_LIVE_DOLLAR, j + 1)
+            gone = "" if k >= 0 else "$"
+            k, broken = _inline(text, find, j + 1, k, True) if k >= 0 else (-1, False)
+            if k >= 0:
+                out.append(Span(j, k + 1, "" if broken else text[j + 1:k]))
+                i = k + 1
+                continue
+            i = j + 1
+        elif tok[0] == "$":  # $$
+            k = find("$$", j + 2) if "$$" not in dead else -1
             if k >= 0:
                 out.append(Span(j, k + 2, text[j + 2:k]))
                 i = k + 2
                 continue
+            i, gone = j + 2, "$$"
+        elif tok == "\\[":
+            k = find("\\]", j + 2)
+            if k >= 0:
+                out.append(Span(j, k + 2, text[j + 2:k]))
+                i = k + 2
+                continue
+            i, gone = j + 2, "\\["
+        elif tok == "\\(":
+            k = find("\\)", j + 2)
+            gone = "" if k >= 0 else "\\("
+            k, broken = _inline(text, find, j + 2, k, False) if k >= 0 else (-1, False)
+            if k >= 0:
+                out.append(Span(j, k + 2, "" if broken else text[j + 2:k]))
+                i = k + 2
+                continue
             i = j + 2
-            continue
-        k, broken = _close(text, j, "$", "$", find)
-        if k >= 0:
-            out.append(Span(j, k + 1, "" if broken else text[j + 1:k]))
-            i = k + 1
-        else:
-            i = j + 1
+        else:  # \begin{env}
+            end = f"\\end{{{m.group(1)}{m.group(2)}}}"
+            k = find(end, m.end())
+            if k >= 0:
+                out.append(Span(j, k + len(end), text[m.end():k]))
+                i = k + len(end)
+                continue
+            i = j + 2
+        if gone and gone not in dead:  # skipped by the next searches
+            dead = dead | {gone}
+            search = _delims(dead).search
     return out
 
 
@@ -209,16 +248,13 @@ def sentences(text: str, spans: list[Span]) -> list[list]:
     """The sentences of *text*: lists of prose strings and :class:`Span` s, in order."""
     out: list[list] = [[]]
     pos = 0
-    for sp in [*spans, None]:
-        prose = text[pos:sp.start] if sp else text[pos:]
-        last = 0
-        for m in _SENT_END.finditer(prose):
-            if prose[last:m.start()].strip():
-                out[-1].append(prose[last:m.start()])
-            out.append([])
-            last = m.end()
-        if prose[last:].strip():
-            out[-1].append(prose[last:])
+    for sp in ticks([*spans, None]):
+        pieces = _SENT_END.split(text[pos:sp.start] if sp else text[pos:])
+        if pieces[0].strip():
+            out[-1].append(pieces[0])
+        if len(pieces) > 1:  # sentence ends: the pieces between them are whole sentences
+            out.extend([p] for p in pieces[1:-1] if p.strip())
+            out.append([pieces[-1]] if pieces[-1].strip() else [])
         if sp is None:
             break
         if sp.inner:

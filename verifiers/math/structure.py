@@ -15,7 +15,7 @@ compare two trees are in :mod:`match`. Node kinds, in the order the parser tries
   separates too), ``matrix`` (``pmatrix``/``bmatrix``/``array``...).
 - ``choice``: a multiple-choice letter with its value: ``(B) 12``, ``\\textbf{(D) }7``.
 - ``\\approx``: its exact side (``\\frac13 \\approx 0.33`` is 1/3; ``x \\approx 3.14`` is 3.14);
-  ``x \\in S``: S.
+  ``x \\in S``: S (an interval or union keeps ``var="member"``: stated as a membership).
 - ``rel``: inequalities, oriented to ``<``/``\\leq`` (``5 \\leq x`` = ``x \\geq 5``), chains
   (``-1<x<3``) and ``\\ne``; ``text`` holds the operators, ``src`` the whole relation.
 - ``eq``: a label equals a value (``x=3``, ``f(x)=x^2+1``, ``(p,q)=(3,2)``,
@@ -125,6 +125,38 @@ def is_label(s: str) -> bool:
     return bool(m) and is_label(m.group(1)) and is_label(m.group(2))
 
 
+_COMMANDS = re.compile(r"\\[a-zA-Z]+")
+_LETTER = re.compile(r"(?<![A-Za-z])[A-Za-z](?:_\{?\w+\}?)?(?![A-Za-z])|[A-Za-z]{2,}")
+_FUNC_AT = re.compile(r"^[A-Za-z](?:_\{?\w+\}?)?'*\(([^()]*)\)$")
+
+
+def unknowns(s: str) -> set[str]:
+    """The names of *s* (squeezed) that stand for unknowns: letters with their subscripts
+    (``a_1``), not inside a command name (``\\pi``, ``\\sqrt``), not ``e`` or ``i``; a run of
+    letters (``xy``) counts each."""
+    out: set[str] = set()
+    for m in _LETTER.finditer(_COMMANDS.sub(" ", s)):
+        name = m.group(0)
+        out.update([name] if "_" in name or len(name) == 1 else name)
+    return out - {"e", "i"}
+
+
+def named_quantity(left: str, right: str) -> bool:
+    """Whether ``left = right`` states the value of a named quantity, as a competition answer
+    does (``|r-s|=16``, ``E(2020,1993)=76``, ``x+y=4027``, ``m+n=37``): the right side is a
+    value (no unknown), and the left side is a function at a point, an absolute value, or an
+    expression in two or more unknowns. An equation in one unknown (``x^2=4``, ``2x+1=9``) is
+    an equation to solve, never its right side."""
+    if not right or unknowns(right):
+        return False
+    m = _FUNC_AT.match(left)
+    if m:
+        return not unknowns(m.group(1))
+    if len(left) > 2 and left[0] == "|" and left[-1] == "|" and unknowns(left):
+        return True
+    return len(unknowns(left)) >= 2
+
+
 MAX_NODES = 500  # nodes per answer (bounds \\pm expansion and huge lists); beyond: too_large
 
 
@@ -206,7 +238,10 @@ def _parse(s: str, depth: int, budget: list[int]) -> Node:
         return _parse(exact, depth + 1, budget)
     parts = split_top(s, (r"\in",))
     if len(parts) == 2 and is_label(squeeze(parts[0])):
-        return _parse(parts[1], depth + 1, budget)
+        member = _parse(parts[1], depth + 1, budget)  # "x \in S" is S, stated as a membership
+        if member.kind in ("tuple", "union"):
+            member = Node(member.kind, member.text, member.items, "member", member.src)
+        return member
     rel = _relation(s, depth, budget)
     if rel is not None:
         return rel
@@ -219,9 +254,10 @@ def _parse(s: str, depth: int, budget: list[int]) -> Node:
             return Node("eq", items=(value,), var=squeeze(parts[k]),
                         src=squeeze(parts[k] + "=" + parts[-1]))
         chain = len(parts) > 2 or not re.search(r"[a-zA-Z]", re.sub(r"\\[a-zA-Z]+", "", parts[0]))
-        return Node("eqn", items=(Node("leaf", squeeze(parts[-2])),
-                                  _parse(parts[-1], depth + 1, budget)),
-                    var="chain" if chain else "", src=squeeze(parts[-2] + "=" + parts[-1]))
+        left, right = squeeze(parts[-2]), squeeze(parts[-1])
+        var = "chain" if chain else "named" if named_quantity(left, right) else ""
+        return Node("eqn", items=(Node("leaf", left), _parse(parts[-1], depth + 1, budget)),
+                    var=var, src=left + "=" + right)
     parts = split_top(s, (":",))
     if len(parts) > 1 and all(p.strip() for p in parts):
         return Node("ratio", items=tuple(sub(parts)))

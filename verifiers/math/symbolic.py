@@ -18,6 +18,9 @@ unit and ``e`` Euler's number). Rules, after the fast path of ``check.py`` has h
   point where both sides are non-real is outside the real domain of both and skipped:
   ``\\sqrt{1/n}`` = ``\\frac{1}{\\sqrt{n}}`` (equal for n > 0; for n < 0 neither is real).
   Too few agreeing points: unequal when a skipped point differed, else ``simplify``.
+  Piecewise-constant functions (``\\lfloor``, ``\\lceil``, ``\\bmod``) take integer variables
+  and must agree at every integer from -7 to 23 (``\\lfloor n/2 \\rfloor`` !=
+  ``\\lfloor(2n-1)/5\\rfloor``, which agree at the generic points).
   Removable singularities are ignored (``\\frac{x^2-1}{x-1}`` = ``x+1``); no other domain
   reasoning: ``\\sqrt{x^2}`` != ``x`` and ``\\ln x`` != ``\\ln|x|`` (one side is real at
   negative points, and they differ there).
@@ -180,8 +183,35 @@ def equal(a, b, note=lambda rule: True) -> bool:
     if a.has(*_UNEVALUATED) or b.has(*_UNEVALUATED):
         note("sympy: expanded difference")  # sums with symbolic bounds: points do not help
         return bool(sympy.expand(a - b) == 0)
+    if a.has(*_STEPS) or b.has(*_STEPS):
+        note("sympy: steps at every point")  # floor(n/2) and floor((2n-1)/5) agree at 3 points
+        return _steps_identity(a, b, syms, tol)
     note("sympy: identity at points")
     return _identity(a, b, syms, tol)
+
+
+_STEPS = (sympy.floor, sympy.ceiling, sympy.frac, sympy.Mod, sympy.sign, sympy.Piecewise)
+_STEP_POINTS = [sympy.Integer(k) for k in range(-7, 24)]
+
+
+def _steps_identity(a, b, syms, tol) -> bool:
+    """Piecewise-constant functions (floor, ceiling, Mod...) agree at a few generic points
+    without being equal. Their variables are integers in the answers that use them (a
+    competition's ``n``), so they are equal when they agree at every integer from -7 to 23
+    (each further symbol shifted by its index: ``\\lceil n/2 \\rceil`` =
+    ``\\lfloor (n+1)/2 \\rfloor``); a point where either side is not a real number is skipped,
+    and three must remain."""
+    pts = [{s: v + j for j, s in enumerate(syms)} for v in _STEP_POINTS]
+    valid = 0
+    for subs in pts:
+        va, vb = a.evalf(30, subs=subs), b.evalf(30, subs=subs)
+        if not (va.is_number and vb.is_number) or va.has(*_SPECIAL) or vb.has(*_SPECIAL) \
+                or not (va.is_real and vb.is_real):
+            continue
+        if not _close(va, vb, max(tol, _POINT_TOL)):
+            return False
+        valid += 1
+    return valid >= 3
 
 
 _UNEVALUATED = (sympy.Sum, sympy.Product, sympy.Integral, sympy.Derivative, sympy.Limit)

@@ -7,9 +7,12 @@ way (:func:`extract.gold_answer`: ``$..$``, boxes, an answer phrase), clean and 
 sides (cached), try the fast path, and send only the undecided pairs to a sympy worker with a
 hard deadline. Each verdict's ``extracted`` is the answer taken from the prediction, and its
 ``details`` say how it was found (``answer_from``) and which rule decided (``rule``).
-Reasons: ``ok``, ``wrong_answer``, ``no_answer``, ``truncated`` (below), ``timeout``,
-``verifier_error`` (a sympy worker died: the machinery's failure, ``Verdict.infra_error``),
-``too_large`` (response over 100,000 characters, answer over 4,000, or nesting deeper than
+Reasons: ``ok``, ``wrong_answer``, ``no_answer``, ``truncated`` (below), ``timeout`` (the
+item's deadline passed, reading or in sympy: the whole verification answers within
+``timeout`` seconds, in this process too, see :mod:`clock`; an infrastructure outcome,
+``Verdict.infra_error``, never a 0), ``verifier_error`` (a sympy worker died: the machinery's
+failure, ``Verdict.infra_error``),
+``too_large`` (response over 4,000,000 characters, answer over 4,000, or nesting deeper than
 48), and ``parse_error`` (not equal, and sympy could not read one side).
 
 A response cut off at the token cap (``finished=False``: the generator's finish_reason was
@@ -31,172 +34,54 @@ same answers, in any order.
 
 from __future__ import annotations
 
-import math
 import os
 import threading
-import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from typing import Any
 
-from dapo_bench.verifiers.base import VERIFIERS, Kind, Verdict, short, structured
-from dapo_bench.verifiers.math.check import fast_compare, prepare
-from dapo_bench.verifiers.math.extract import MAX_TEXT, find_answer, gold_answer, last_boxed
-from dapo_bench.verifiers.math.match import Trace
-from dapo_bench.verifiers.math.normalize import MAX_ANSWER, TooLarge, parse_number
+from dapo_bench.verifiers.base import VERIFIERS, Kind, Verdict, structured
+from dapo_bench.verifiers.math.item import Pending, fast, fast_many, gold_forms, slow, verdict
 from dapo_bench.verifiers.math.probes import ATTACKS, GOLD, decoy_gold
-from dapo_bench.verifiers.math.structure import Node
-from dapo_bench.verifiers.math.worker import Timeout, WorkerDied, WorkerError, WorkerPool
+from dapo_bench.verifiers.math.votes import normalize_answer
+from dapo_bench.verifiers.math.worker import Timeout, WorkerError, WorkerPool
 
 from dapo_bench.errors import UserError
 
 MODES = ("full", "answer")
-MARKED = ("box", "heading", "####", "phrase")  # all a response cut off at the cap is credited for
 SMALL_BATCH = 32  # fewer sympy pairs than this in a batch: no threads, one worker
 SPREAD_MIN = 16  # pairs a batch needs before ``fast_in_workers`` sends its fast path out
 SPREAD_CHUNK = 64  # fewest pairs of a chunk sent to one worker (so a small batch is one trip)
 
 
-def gold_forms(gold: Any, where: str = "gold answer") -> list[str]:
-    """The acceptable forms of *gold* (see the module docstring). A gold that is no gold is a
-    UserError naming *where*: missing (None), empty or blank, ``nan``, a number that is not
-    finite (JSON's ``NaN``, ``1e999``), an empty list, a type other than those above: graded, it
-    would fail every answer, a zero no policy could earn."""
-    if isinstance(gold, (list, tuple)):
-        if not gold:
-            raise UserError(f"{where} is an empty list")
-        return [f for k, g in enumerate(gold) for f in gold_forms(g, f"{where}[{k}]")]
-    if gold is None:
-        raise UserError(f"{where} is missing (null)")
-    if isinstance(gold, bool) or not isinstance(gold, (int, float, str)):
-        raise UserError(f"{where} must be a string, a number or a list of them, got "
-                        f"{type(gold).__name__} {short(gold)}")
-    if isinstance(gold, int):
-        return [str(gold)]
-    if isinstance(gold, float):
-        if not math.isfinite(gold):
-            raise UserError(f"{where} is not a finite number ({gold!r})")
-        return [str(int(gold)) if gold.is_integer() else repr(gold)]
-    if not gold.strip():
-        raise UserError(f"{where} is empty")
-    if gold.strip().lower() == "nan":
-        raise UserError(f"{where} is {gold.strip()!r}: a missing value, not an answer")
-    return [gold]
-
-
-@dataclass
-class _Pending:
-    """A pair the fast path could not settle: the answer, the golds left, time spent so far."""
-
-    ans: str
-    golds: list[str]
-    spent: float
-    how: str
-
-
-def _verdict(passed: bool, reason: str, ans: str | None, seconds: float, how: str,
-             rule: str) -> Verdict:
-    return Verdict(passed, reason, ans, seconds, {"answer_from": how, "rule": rule})
-
-
-def _fast(prediction: Any, gold: Any, mode: str, fallback: bool,
-          finished: bool = True) -> Verdict | _Pending:
-    """Extraction, size limits and the sympy-free comparison, in the calling thread."""
-    t0 = time.perf_counter()
-    forms = gold_forms(gold)
-    how = "answer"
-
-    def done(passed: bool, reason: str, ans: str | None = None, rule: str = "") -> Verdict:
-        return _verdict(passed, reason, ans, time.perf_counter() - t0, how, rule or reason)
-
-    text = prediction if isinstance(prediction, str) else ("" if prediction is None
-                                                           else str(prediction))
-    if len(text) > MAX_TEXT:
-        return done(False, "too_large")
-    if mode == "full":
-        ans, how = find_answer(text, fallback_last_number=fallback)
-        if not finished and how not in MARKED:
-            return done(False, "truncated")
-    else:
-        ans = last_boxed(text) or text.strip()
-    if not ans:
-        return done(False, "no_answer")
-    if len(ans) > MAX_ANSWER:
-        return done(False, "too_large", ans[:200])
-    try:
-        pred = prepare(ans)
-        golds = [(g, prepare(g)) for g in (gold_answer(f) for f in forms)]
-    except TooLarge:
-        return done(False, "too_large", ans)
-    pending, trace = [], Trace()
-    for g, node in golds:
-        r = fast_compare(node, pred, trace)
-        if r:
-            return done(True, "ok", ans, trace.rule)
-        if r is None:
-            pending.append(g)
-    if not pending:
-        return done(False, "wrong_answer", ans, trace.rule)
-    return _Pending(ans, pending, time.perf_counter() - t0, how)
-
-
-def _slow(p: _Pending, timeout: float, pool: WorkerPool) -> Verdict:
-    """The sympy comparison in a worker; the deadline starts here (so a batch item does not
-    pay for the queue in front of it)."""
-    t0 = time.perf_counter()
-    reason, deadline, rule = "wrong_answer", t0 + timeout, ""
-    for g in p.golds:
-        try:
-            ok, why_not, rule = pool.run("compare", (g, p.ans),
-                                         max(0.0, deadline - time.perf_counter()))
-        except Timeout:
-            reason, rule = "timeout", "timeout"
-            break
-        except WorkerDied:  # the machinery, not the answer: never a plain wrong answer
-            reason, rule = "verifier_error", "worker died"
-            continue
-        except WorkerError:
-            reason = "parse_error" if reason == "wrong_answer" else reason
-            rule = "worker error"
-            continue
-        if ok:
-            return _verdict(True, "ok", p.ans, p.spent + time.perf_counter() - t0, p.how, rule)
-        if why_not and reason == "wrong_answer":
-            reason = why_not
-    return _verdict(False, reason, p.ans, p.spent + time.perf_counter() - t0, p.how, rule)
-
-
 def _check(prediction: Any, gold: Any, mode: str, fallback: bool, timeout: float,
            pool: WorkerPool, finished: bool = True) -> Verdict:
-    r = _fast(prediction, gold, mode, fallback, finished)
-    return r if isinstance(r, Verdict) else _slow(r, timeout, pool)
-
-
-def fast_many(predictions: Sequence, golds: Sequence, mode: str, fallback: bool,
-              finished: Sequence[bool]) -> list[Verdict | _Pending]:
-    """The fast path of many pairs (also a worker's ``fast`` op)."""
-    return [_fast(p, g, mode, fallback, bool(f)) for p, g, f in zip(predictions, golds, finished)]
+    r = fast(prediction, gold, mode, fallback, finished, timeout)
+    return r if isinstance(r, Verdict) else slow(r, timeout, pool)
 
 
 def _fast_spread(predictions: Sequence, golds: Sequence, mode: str, fallback: bool,
-                 finished: Sequence[bool], pool: WorkerPool, workers: int,
-                 ex: ThreadPoolExecutor) -> list[Verdict | _Pending]:
+                 finished: Sequence[bool], timeout: float, pool: WorkerPool, workers: int,
+                 ex: ThreadPoolExecutor) -> list[Verdict | Pending]:
     """:func:`fast_many` in up to *workers* contiguous chunks of at least
     :data:`SPREAD_CHUNK` pairs, each in a worker process (the calling process stays free, e.g.
     for a server's HTTP work; concurrent small batches take a worker each). A chunk whose
-    worker died, failed or overran its generous deadline is done in this thread instead: the
-    same code, the same verdicts."""
+    worker died or failed is done in this thread instead: the same code, the same verdicts.
+    Each pair keeps its own deadline in the worker, so a chunk is given the sum and a second
+    (a worker past that is stuck: its pairs are ``timeout``, not read again here)."""
     n = len(predictions)
     size = max(-(-n // workers), SPREAD_CHUNK)
 
     def one(lo: int) -> list:
         hi = min(lo + size, n)
         args = (list(predictions[lo:hi]), list(golds[lo:hi]), mode, fallback,
-                [bool(f) for f in finished[lo:hi]])
+                [bool(f) for f in finished[lo:hi]], timeout)
         try:
-            return pool.run("fast", args, 1.0 + 0.01 * (hi - lo))
-        except (Timeout, WorkerError):  # WorkerDied is a WorkerError
+            return pool.run("fast", args, 1.0 + timeout * (hi - lo))
+        except Timeout:
+            return [verdict(False, "timeout", None, timeout, "answer", "worker past the deadline")
+                    for _ in range(lo, hi)]
+        except WorkerError:  # WorkerDied is a WorkerError
             return fast_many(*args)
 
     return [r for part in ex.map(one, range(0, n, size)) for r in part]
@@ -215,16 +100,17 @@ def _batch(predictions: Sequence, golds: Sequence, mode: str, fallback: bool, ti
     elif len(finished) != len(predictions):
         raise UserError(f"{len(predictions)} predictions but {len(finished)} finished flags")
     if spread is not None and len(predictions) >= SPREAD_MIN:
-        out = _fast_spread(predictions, golds, mode, fallback, finished, pool, workers, spread)
+        out = _fast_spread(predictions, golds, mode, fallback, finished, timeout, pool, workers,
+                           spread)
     else:
-        out = fast_many(predictions, golds, mode, fallback, finished)
-    idx = [i for i, r in enumerate(out) if isinstance(r, _Pending)]
+        out = fast_many(predictions, golds, mode, fallback, finished, timeout)
+    idx = [i for i, r in enumerate(out) if isinstance(r, Pending)]
     if workers <= 1 or len(idx) < SMALL_BATCH:
-        slow = [_slow(out[i], timeout, pool) for i in idx]
+        decided = [slow(out[i], timeout, pool) for i in idx]
     else:
         with ThreadPoolExecutor(max_workers=workers) as ex:
-            slow = list(ex.map(lambda i: _slow(out[i], timeout, pool), idx))
-    for i, v in zip(idx, slow):
+            decided = list(ex.map(lambda i: slow(out[i], timeout, pool), idx))
+    for i, v in zip(idx, decided):
         out[i] = v
     return out
 
@@ -287,8 +173,9 @@ class MathVerifier(Kind):
     """
 
     name = "math"
-    version = "3.1"  # 2.1: a cut-off response needs a marked answer; 3.0: issue 31 (docs);
-    # 3.1: the final sentence comes before a closing check; a recent answer phrase beats it
+    version = "4.0"  # 2.1: a cut-off response needs a marked answer; 3.0: issue 31 (docs);
+    # 3.1: the final sentence comes before a closing check; a recent answer phrase beats it;
+    # 4.0: issue 42 (linear time, one deadline for the whole item, the v4 answer shapes)
     fields = ("prediction", "gold")
     # its kind (verifiers.base): a completion is its text (Kind's); a gold a string, number or
     # list of them; maj@k votes on the extracted answer; the server runs the fast path in workers
@@ -367,38 +254,3 @@ class MathVerifier(Kind):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def normalize_answer(ans: str) -> str:
-    """A canonical key for majority voting: equal keys for simple equivalent answers
-    (``\\frac12``, ``0.5``, ``1/2`` -> ``1/2``; ``50\\%`` -> ``50``; sets sorted; ``x=3`` ->
-    ``3``). No sympy, bounded by the size limits; expressions keep their cleaned spelling."""
-    if not isinstance(ans, str):
-        ans = "" if ans is None else str(ans)
-    try:
-        return _key(prepare(ans))
-    except TooLarge:
-        return ans.strip()[:200]
-
-
-def _key(n: Node) -> str:
-    if n.kind == "leaf":
-        num = parse_number(n.text)
-        if num is not None:
-            return str(num.value)
-        return n.text.lower() if n.text.isalpha() and len(n.text) >= 4 else n.text
-    if n.kind == "eq":
-        return _key(n.items[0])
-    if n.kind in ("eqn", "rel"):
-        return n.src
-    if n.kind == "choice":
-        return n.text
-    keys = [_key(c) for c in n.items]
-    if n.kind in ("tuple", "labelled"):
-        brackets = n.text or "()"
-        return brackets[0] + ",".join(keys) + brackets[1]
-    if n.kind == "ratio":
-        return ":".join(keys)
-    if n.kind == "matrix":
-        return "matrix[" + ";".join(keys) + "]"
-    return ("U" if n.kind == "union" else "") + "{" + ",".join(sorted(keys)) + "}"

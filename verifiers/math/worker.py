@@ -48,11 +48,12 @@ class WorkerDied(WorkerError):
 
 
 class _Worker:
-    def __init__(self) -> None:
+    def __init__(self, warm: bool = False) -> None:
         parent, child = Pipe(duplex=True)
         env = dict(os.environ, PYTHONHASHSEED="0")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "dapo_bench.verifiers.math.serve", str(child.fileno())],
+            [sys.executable, "-m", "dapo_bench.verifiers.math.serve", str(child.fileno()),
+             *(["warm"] if warm else [])],
             pass_fds=(child.fileno(),), stdin=subprocess.DEVNULL, env=env)
         child.close()
         self.conn: Connection = parent
@@ -94,11 +95,14 @@ class WorkerPool:
         _POOLS.add(self)
 
     def warm(self) -> None:
-        """Start every worker now and wait until each is ready (bounded by STARTUP_TIMEOUT)."""
+        """Start every worker now, each checking ``serve.WARM_UP``'s pairs before it reports
+        ready (a server's latency: the parser's tables built before the first request), and
+        wait until each is ready (bounded by STARTUP_TIMEOUT). A worker started on first need
+        skips the warm-up: a batch pays the tables of the forms it meets, no more."""
         with self._cond:
             new = []
             while self._count < self.size and not self._closed:
-                new.append(_Worker())
+                new.append(_Worker(warm=True))
                 self._count += 1
         for w in new:
             try:
