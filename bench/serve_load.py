@@ -6,7 +6,7 @@
 One run, four parts, against one server (``dapo-bench serve --port 0 --workers W``):
 
 1. Reference: ``dapo-bench verify`` (the CLI, its own process) on every distinct item: generated
-   math responses (``verify_math._pairs_mixed``: integers ... polynomials, half right),
+   math responses (``math_pairs.pairs_mixed``: integers ... polynomials, half right),
    HumanEval and MBPP programs (canonical and broken), and, inside a PID namespace, the
    sandbox's attacking programs (``tests/test_sandbox_forge.py``'s forgeries in every test form
    and hostile ones after ``tests/test_sandbox_hostile.py``: loops, sleeps, fork bomb, 4 GB,
@@ -49,9 +49,9 @@ NEVER = {"inputs": [""], "outputs": ["never printed\n"]}
 
 
 def math_items(n: int, seed: int) -> list[dict]:
-    from verify_math import _pairs_mixed
+    from math_pairs import pairs_mixed
 
-    return [{"prediction": p, "gold": g} for g, p, _ in _pairs_mixed(random.Random(seed), n)]
+    return [{"prediction": p, "gold": g} for g, p, _ in pairs_mixed(random.Random(seed), n)]
 
 
 def code_items(n: int) -> list[dict]:

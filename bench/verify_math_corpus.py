@@ -193,9 +193,9 @@ def extract_speed(rev: str, sets: dict) -> None:
         old = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(old)
     sys.path.insert(0, str(ROOT / "bench"))
-    import verify_math
+    import math_pairs
     texts = {"boxed (verify_math mixed)": [p for _, p, _ in
-                                           verify_math._pairs_mixed(random.Random(0), 600)]}
+                                           math_pairs.pairs_mixed(random.Random(0), 600)]}
     texts.update({k: [p[0] for p in v] for k, v in sets.items() if k != "formats"})
     for name, items in texts.items():
         best = {}
