@@ -198,7 +198,12 @@ def _sqrt(a: dict) -> dict:
     return {((), 1 if v < 0 else 0, rest): out}
 
 
-class _Parser:
+class Tokens:
+    """A token list read from the front (``exact``'s and ``numeric``'s parsers); ``take``
+    raises ``error`` at the end or on another token than *want*."""
+
+    error: type[Exception] = ValueError
+
     def __init__(self, toks: list[str]) -> None:
         self.t, self.i = toks, 0
 
@@ -208,9 +213,13 @@ class _Parser:
     def take(self, want: str | None = None) -> str:
         tok = self.peek()
         if tok is None or (want is not None and tok != want):
-            raise _No
+            raise self.error
         self.i += 1
         return tok
+
+
+class _Parser(Tokens):
+    error = _No
 
     def expr(self) -> dict:
         out = self.unary()

@@ -29,6 +29,8 @@ from __future__ import annotations
 import re
 from functools import cache
 
+from dapo_bench.verifiers.math.exact import Tokens
+
 _TOKEN = re.compile(r"[0-9]+(?:\.[0-9]+)?|\\[a-zA-Z]+|[a-zA-Z]|\*\*|\S")
 _GREEK = frozenset(
     ["alpha", "beta", "gamma", "delta", "epsilon", "varepsilon", "zeta", "eta", "theta", "vartheta", "iota", "kappa", "lambda", "mu", "nu", "xi", "rho", "sigma", "tau", "upsilon", "phi", "varphi", "chi", "psi", "omega", "Gamma", "Delta", "Theta", "Lambda", "Xi", "Sigma", "Phi", "Psi", "Omega"])
@@ -60,22 +62,15 @@ class _No(Exception):
     """Not read here: sympy decides."""
 
 
-class _Reader:
+class _Reader(Tokens):
     """Recursive descent over the tokens to a tree of tuples: ("num", v), ("sym", name),
     ("neg", a), ("+"|"*"|"/"|"^", a, b), ("fn", f, a), ("root", n, a)."""
 
+    error = _No
+
     def __init__(self, toks: list[str]) -> None:
-        self.t, self.i, self.syms, self.decimal = toks, 0, set(), False
-
-    def peek(self) -> str | None:
-        return self.t[self.i] if self.i < len(self.t) else None
-
-    def take(self, want: str | None = None) -> str:
-        tok = self.peek()
-        if tok is None or (want is not None and tok != want):
-            raise _No
-        self.i += 1
-        return tok
+        super().__init__(toks)
+        self.syms, self.decimal = set(), False
 
     def expr(self):
         node = self.term()
