@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
+from collections import deque
 
 from dapo_bench.verifiers.math.clock import ticks
 from dapo_bench.verifiers.math.reading import after_is, answer_in, is_bare, mathy, words_answer
@@ -101,8 +102,8 @@ def _after(text: str, pos: int) -> str | None:
     return ans if ans and mathy(ans) else None
 
 
-def _headings(text: str, spans: list[Span], starts: list[int], pos: int) -> list[re.Match]:
-    out = []
+def _headings(text: str, spans: list[Span], starts: list[int], pos: int) -> deque[re.Match]:
+    out: deque = deque(maxlen=TRIES)  # the last TRIES of them
     for m in ticks(_HEADING.finditer(text, pos)):
         eol = text.find("\n", m.end())
         rest = text[m.end():eol if eol >= 0 else len(text)]
@@ -166,13 +167,14 @@ def marked_answer(text: str, spans: list[Span], found: list[Box]) -> tuple[str, 
     pos = found[-1].end if found else 0  # a box always gives an answer: only later marks count
     starts = [sp.start for sp in spans]
     heads = _headings(text, spans, starts, pos)
-    ranges = [(m.start(), m.end()) for m in heads[-TRIES:]]
-    hashes = [m for m in ticks(_HASHES.finditer(text, pos)) if _outside(spans, starts, m.start())]
-    phrases = [m for m in ticks(_STRONG.finditer(text, pos)) if _outside(spans, starts, m.start())
-               and not any(a <= m.start() < b for a, b in ranges)]
-    marks = [(m.start(), "heading", m) for m in heads[-TRIES:]]
-    marks += [(m.start(), "####", m) for m in hashes[-TRIES:]]
-    marks += [(m.start(), "phrase", m) for m in phrases[-TRIES:]]
+    ranges = [(m.start(), m.end()) for m in heads]
+    hashes = deque((m for m in ticks(_HASHES.finditer(text, pos))
+                    if _outside(spans, starts, m.start())), maxlen=TRIES)
+    phrases = deque((m for m in ticks(_STRONG.finditer(text, pos)) if _outside(spans, starts,
+                     m.start()) and not any(a <= m.start() < b for a, b in ranges)), maxlen=TRIES)
+    marks = [(m.start(), "heading", m) for m in heads]
+    marks += [(m.start(), "####", m) for m in hashes]
+    marks += [(m.start(), "phrase", m) for m in phrases]
     if found:
         marks.append((found[-1].start, "box", None))
     read = {"heading": _heading_answer, "####": _hashes_answer, "phrase": _phrase_answer}

@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 import re
+from collections import deque
 from dataclasses import dataclass
 from functools import cache
 from typing import NamedTuple
@@ -193,9 +194,12 @@ class Box:
 MAX_BOXES = 64  # only the last ones can belong to the last group; bounds the brace scans
 
 
+_TOKEN_BOX = re.compile(r"[^\s$]+")
+
+
 def boxes(text: str) -> list[Box]:
     out = []
-    for m in list(_BOX.finditer(text))[-MAX_BOXES:]:
+    for m in deque(_BOX.finditer(text), maxlen=MAX_BOXES):  # the last ones, in bounded memory
         i = m.end()
         while i < len(text) and text[i] in " \t\n":
             i += 1
@@ -204,9 +208,9 @@ def boxes(text: str) -> list[Box]:
             if k > 0 and text[i + 1:k - 1].strip():
                 out.append(Box(m.start(), k, text[i + 1:k - 1].strip()))
         elif i > m.end():  # "\boxed 5": one token, up to a space or a math delimiter
-            t = re.match(r"[^\s$]+", text[i:])
+            t = _TOKEN_BOX.match(text, i)
             if t:
-                out.append(Box(m.start(), i + t.end(), t.group(0).rstrip(".")))
+                out.append(Box(m.start(), t.end(), t.group(0).rstrip(".")))
     return [b for k, b in enumerate(out) if k == 0 or b.start >= out[k - 1].end]
 
 
