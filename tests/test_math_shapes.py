@@ -30,6 +30,9 @@ SHAPES = {
         ("\\boxed{(1, 2, 4)}", "1,2,3", F), ("\\boxed{[1, 2]}", "1, 2", F),
         ("\\boxed{(2, 4, 3)}", "2, 4, 3", T), ("\\boxed{-2, -1, 2}", "-1,2,-2", T),
         ("\\boxed{-7, -1, 1, 7}", "1,-1,7,-7", T), ("\\boxed{2, 3, 5}", "2,4,3", F),
+        # a gold that repeats one value is values in turn ("a and b are both -2"), not a set
+        ("\\boxed{(-2, -2)}", "-2,-2", T), ("\\boxed{a = -2, b = -2}", "-2,-2", T),
+        ("\\boxed{-2}", "-2,-2", F), ("\\boxed{-2, -2}", "-2", T),
         ("\\boxed{\\pm 1, \\pm 7}", "1, -1, 7, -7", T), ("\\boxed{\\pm 1, 7}", "1,-1,7,-7", F),
     ],
     # a relation solved for one variable and its interval are the same set, both ways

@@ -132,6 +132,10 @@ def compare(g: Node, p: Node, leaf_eq: LeafEq, trace: Trace | None = None) -> bo
         return t.note("decimal comma")
     if gk == "matrix" and pk == "leaf" and "\\begin" in p.text:
         return leaf_eq(g.src, p.text)  # matrix arithmetic: A+B, AB
+    if pk == "list" and gk != "list" and len(set(p.items)) == 1:  # "-2, -2": one value, twice
+        p, pk = p.items[0], p.items[0].kind
+        if g == p:
+            return t.note("same form")
     if gk == "list" and pk == "tuple" and as_list(p):  # "(1, 2, 3)" for "1,2,3"
         t.shape("tuple as the list")
         p = Node("list", items=p.items)

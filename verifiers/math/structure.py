@@ -179,6 +179,8 @@ def _list(items: list[Node], text: str = "") -> Node:
         if len(set(labels)) == 1 and (len(eqs) == len(flat) or flat[0].kind == "eq"):
             return _list([it.items[0] if it.kind == "eq" else it for it in flat])
     out = tuple(dict.fromkeys(flat))
+    if len(out) == 1 and len(flat) > 1:  # "-2,-2": a and b, both -2 (a set is not so written)
+        return Node("list", text, tuple(flat))
     return out[0] if len(out) == 1 and not text else Node("list", text, out)
 
 
