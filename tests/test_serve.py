@@ -43,7 +43,9 @@ class Server:
         self.url = line.split("listening on ")[1].strip()
         self.err = ""  # what stderr_line read and has not matched yet
         code, health = self.get("/health")
-        assert code == 200 and all(health["verifiers"][n] == "ok" for n in ready), health
+        if not (code == 200 and all(health["verifiers"][n] == "ok" for n in ready)):
+            self.stop()  # never leave a server behind a failed start
+            raise AssertionError(f"server not ready: {health}")
 
     def request(self, path: str, data: bytes | None = None, timeout: float = 60):
         req = urllib.request.Request(self.url + path, data=data,
