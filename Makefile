@@ -34,8 +34,16 @@ demo: install
 # (the arith policy, twice; SmolLM2, once) for --backend openai: 47 s and 41 s on the 2-core
 # VM at load 3, ~4.5 and ~3 min at load 8-10; test-vllm adds `vllm serve`
 # (tests/test_openai_vllm.py, 2.5 min at load 8).
+# what the install resolved, at the top of every test run's log (CI installs into a fresh venv)
+define VERSIONS
+from importlib.metadata import version
+print("versions:", ", ".join(f"{p} {version(p)}" for p in ("pytest", "torch", "transformers",
+      "trl", "deepspeed", "sympy", "math-verify")))
+endef
+export VERSIONS
 UNSHARE = unshare $(if $(filter 0,$(shell id -u)),,--user --map-root-user) --pid --fork --mount-proc
 test: install-dev
+	@$(PY) -c "$$VERSIONS"
 	$(PY) -m pytest -q -m "not hostile and not slow and not interop"
 	$(UNSHARE) $(PY) -m pytest -q -m hostile -p no:cacheprovider
 
