@@ -14,7 +14,9 @@ from dapo_bench.ledger import Ledger
 from dapo_bench.run import RunOptions, run_training
 from dapo_bench.training import budget
 
-F = 3e10
+pytestmark = pytest.mark.integration  # launches processes, trains or kills runs (conftest)
+
+F = 4e9
 TINY = {
     "sft": ["batch_size=2", "epochs=0.0001"],
     "rft": ["n_problems=2", "chunk=4", "samples_per_prompt=2", "max_new_tokens=48", "sft.batch_size=2",
