@@ -2,7 +2,7 @@
 PY ?= python3
 export PIP_DISABLE_PIP_VERSION_CHECK = 1
 
-.PHONY: install install-dev demo test test-vllm test-interop lint
+.PHONY: install install-dev demo test test-fast test-vllm test-interop lint
 
 install:
 	$(PY) -m pip install -q torch==2.13.0
@@ -42,10 +42,21 @@ print("versions:", ", ".join(f"{p} {version(p)}" for p in ("pytest", "torch", "t
 endef
 export VERSIONS
 UNSHARE = unshare $(if $(filter 0,$(shell id -u)),,--user --map-root-user) --pid --fork --mount-proc
+# The suite runs on TEST_WORKERS pytest-xdist workers, a test module to a worker (its module
+# fixtures are built once); modules marked `integration` start first (tests/conftest.py). Two
+# workers on the 2-core CI machine: 1,005 s instead of ~1,550 s serially (2026-12-07). Each
+# worker is a full Python with torch: more than one per 2 cores and ~4 GB of RAM only contends.
+TEST_WORKERS ?= 2
+MARKS = not hostile and not slow and not interop
 test: install-dev
 	@$(PY) -c "$$VERSIONS"
-	$(PY) -m pytest -q -m "not hostile and not slow and not interop"
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile -m "$(MARKS)"
 	$(UNSHARE) $(PY) -m pytest -q -m hostile -p no:cacheprovider
+
+# The unit tier: every module's tests but the `integration` ones (no ranks, servers, real
+# models or killed runs); what to run while making a change.
+test-fast:
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile -m "$(MARKS) and not integration"
 
 VLLM_VENV ?= .venv-vllm
 test-vllm:

@@ -20,6 +20,16 @@ def pytest_report_header(config) -> str:
     return "versions: " + ", ".join(one(n) for n in HEADER_PACKAGES)
 
 
+def pytest_collection_modifyitems(config, items) -> None:
+    """Modules marked ``integration`` (they launch processes or servers, train a real model, or
+    kill and resume runs: minutes, where a unit test takes milliseconds) run first. Under
+    ``make test``'s two xdist workers (``--dist loadfile``: a module stays on one worker) the
+    long modules start first and the short ones fill in at the end, so both workers finish
+    together instead of one waiting on the last long module. The sort is stable: the order
+    within each group is pytest's."""
+    items.sort(key=lambda item: item.get_closest_marker("integration") is None)
+
+
 def _tiny_char_llama(tmp_path_factory, seed: int) -> str:
     """A saved random-init 2-layer character-level Llama: a policy dir for runs."""
     from dapo_bench.models import save_policy

@@ -9,6 +9,8 @@ from _bench import bench_script
 from dapo_bench.errors import UserError
 from dapo_bench.results import load_results
 
+pytestmark = pytest.mark.integration  # launches processes, trains or kills runs (conftest)
+
 BASELINES = ("sft", "rft", "dpo", "grpo", "ppo")
 
 

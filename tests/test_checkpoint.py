@@ -16,6 +16,8 @@ from dapo_bench.training import checkpoint
 from dapo_bench.training.engine import Engine, OptimConfig
 from dapo_bench.training.loop import LossOut, shuffled_batches, train_loop
 
+pytestmark = pytest.mark.integration  # launches processes, trains or kills runs (conftest)
+
 X = torch.randn(12, 4, generator=torch.Generator().manual_seed(0))
 Y = X.sum(dim=1, keepdim=True)
 

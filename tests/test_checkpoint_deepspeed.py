@@ -15,7 +15,7 @@ from dapo_bench.toy.tokenizer import build_char_tokenizer
 from dapo_bench.training import checkpoint, sft
 from dapo_bench.training.engine import EngineConfig, OptimConfig
 
-pytestmark = pytest.mark.deepspeed
+pytestmark = [pytest.mark.integration, pytest.mark.deepspeed]
 
 TOK = build_char_tokenizer()
 PAIRS = sft.sft_rows(TOK, [("12+3=", "15"), ("7*8=", "56"), ("40-9=", "31"), ("5+5=", "10"),

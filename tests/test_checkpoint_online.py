@@ -22,6 +22,8 @@ from dapo_bench.training.engine import ONE_PROCESS, EngineConfig, OptimConfig
 from dapo_bench.training.online import OnlinePolicy
 from dapo_bench.training.rollouts import TrainProblem
 
+pytestmark = pytest.mark.integration  # launches processes, trains or kills runs (conftest)
+
 torch.set_num_threads(1)
 PROBLEMS = [TrainProblem(f"p{i}", f"{i}+{i}\n", str(2 * i)) for i in range(8)]
 

@@ -15,6 +15,8 @@ from _park import Parked
 
 from dapo_bench.io import read_jsonl
 
+pytestmark = pytest.mark.integration  # launches processes, trains or kills runs (conftest)
+
 SETS = ["n_problems=12", "n_samples=2", "n_rollouts=2", "mc_samples=4", "max_new_tokens=12",
         "gen_chunk=1", "critic.epochs=1", "actor.epochs=1"]
 

@@ -26,7 +26,7 @@ from dapo_bench.toy.tokenizer import build_char_tokenizer
 from dapo_bench.training.batches import encode_pairs, masked_lm_loss, sequence_logprobs
 from dapo_bench.training.engine import EngineConfig, OptimConfig, make_engine
 
-pytestmark = pytest.mark.deepspeed
+pytestmark = [pytest.mark.integration, pytest.mark.deepspeed]
 
 PROMPTS = ["12+3=", "7*8=", "((5*2)-1)+3=", "40-9="]
 ANSWERS = ["15\n", "56\n", "12\n", "31\n"]

@@ -7,9 +7,13 @@ eval died with "sees no logged row"). Rank 0 here reads 1.5 s late after every s
 import sys
 import textwrap
 
+import pytest
+
 from _launch import rank_env, run_ranks
 
 from dapo_bench.io import read_jsonl
+
+pytestmark = pytest.mark.integration  # launches processes, trains or kills runs (conftest)
 
 SCRIPT = textwrap.dedent("""
     import sys, time

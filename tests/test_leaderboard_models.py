@@ -16,6 +16,8 @@ from dapo_bench.leaderboard import render
 from dapo_bench.results import SCHEMA_VERSION, write_results
 from dapo_bench.tasks import SUITES
 
+pytestmark = pytest.mark.integration  # launches processes, trains or kills runs (conftest)
+
 ROOT = Path(__file__).resolve().parents[1]
 SPEC = ROOT / "leaderboards" / "models.yaml"
 

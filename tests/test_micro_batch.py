@@ -28,6 +28,8 @@ from dapo_bench.training.engine import Engine, EngineConfig, OptimConfig
 from dapo_bench.training.loop import LossOut, micro_batches, train_loop
 from dapo_bench.training.sft import SFTConfig, sft_rows, train_sft
 
+pytestmark = pytest.mark.integration  # launches processes, trains or kills runs (conftest)
+
 SMALL = {"d": 32, "layers": 2, "heads": 2, "ffn": 64}
 LR = 1e-3
 

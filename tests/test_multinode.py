@@ -32,6 +32,8 @@ from test_scaleout import (
 
 from dapo_bench.io import read_json
 
+pytestmark = pytest.mark.integration  # launches processes, trains or kills runs (conftest)
+
 GRPO_SETS = ["prompts_per_step=4", "samples_per_prompt=2", "max_new_tokens=8",
              "minibatch_size=4", "max_steps=6", "optim.lr=1e-3"]
 

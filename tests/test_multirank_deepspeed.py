@@ -27,7 +27,7 @@ from dapo_bench.toy.model import tiny_llama
 from dapo_bench.toy.tokenizer import build_char_tokenizer
 from dapo_bench.training.engine import EngineConfig, OptimConfig
 
-pytestmark = pytest.mark.deepspeed
+pytestmark = [pytest.mark.integration, pytest.mark.deepspeed]
 
 TEXTS = [("12+3=", 0.8), ("7*8=5", 0.1), ("40-9=3", 0.6), ("5+5=1", 0.9)]
 _TOK = build_char_tokenizer()

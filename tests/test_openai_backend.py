@@ -24,9 +24,9 @@ from dapo_bench.io import read_jsonl
 from dapo_bench.results import load_results
 
 IN_CI = os.environ.get("CI") == "true"  # there the test must run: no skip hides a lost install
-pytestmark = pytest.mark.skipif(
+pytestmark = [pytest.mark.integration, pytest.mark.skipif(
     any(importlib.util.find_spec(m) is None for m in ("fastapi", "openai", "uvicorn"))
-    and not IN_CI, reason="transformers serve needs fastapi, openai, uvicorn (the dev extra)")
+    and not IN_CI, reason="transformers serve needs fastapi, openai, uvicorn (the dev extra)")]
 
 LIMIT, TOKENS = 6, 24
 COMMON = {"limit": LIMIT, "max_new_tokens": TOKENS, "quiet": True}

