@@ -19,6 +19,9 @@ item order.
 ``gathered(module)``: ZeRO-3 partitioned parameters gathered for the ``with`` body (a no-op for
 other modules); every rank must enter it (it is a collective).
 
+A group this module or the DeepSpeed engine makes is destroyed at interpreter exit
+(:func:`leave_group_at_exit`).
+
 Not covered: tensor/pipeline parallel groups (one data-parallel group), elastic restarts.
 """
 
@@ -99,6 +102,24 @@ def ensure_group() -> None:
         torch.cuda.set_device(_env_int("LOCAL_RANK", 0))
         backend = "nccl"
     dist.init_process_group(backend=backend, timeout=TIMEOUT)
+    leave_group_at_exit()
+
+
+def leave_group_at_exit() -> None:
+    """Destroy the process group when the interpreter exits (registered where a group is
+    made). Without it the group's threads outlive Python's shutdown: a rank that had finished
+    its work could die of ``terminate called without an active exception`` (SIGABRT) at exit,
+    and torchrun then reports the whole run failed."""
+    import atexit
+
+    atexit.register(_leave_group)
+
+
+def _leave_group() -> None:
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        dist.destroy_process_group()
 
 
 def keep_scratch_per_node() -> None:

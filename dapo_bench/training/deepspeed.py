@@ -42,7 +42,7 @@ import socket
 from pathlib import Path
 from typing import Any
 
-from dapo_bench.dist import TIMEOUT, gathered
+from dapo_bench.dist import TIMEOUT, gathered, leave_group_at_exit
 from dapo_bench.errors import UserError
 from dapo_bench.models import save_policy
 from dapo_bench.training.engine import ENGINES, EngineConfig, OptimConfig
@@ -157,6 +157,7 @@ def init_process_group(deepspeed: Any, on_cpu: bool) -> None:
         get_accelerator().set_device(int(os.environ.get("LOCAL_RANK", "0")))
     deepspeed.init_distributed(dist_backend="gloo" if on_cpu else None, verbose=False,
                                timeout=TIMEOUT)
+    leave_group_at_exit()
 
 
 def _move(obj: Any, device: Any) -> Any:
