@@ -8,7 +8,6 @@ import sys
 import textwrap
 
 import pytest
-
 from _launch import rank_env, run_ranks
 
 from dapo_bench.io import read_jsonl
