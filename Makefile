@@ -44,7 +44,7 @@ export VERSIONS
 UNSHARE = unshare $(if $(filter 0,$(shell id -u)),,--user --map-root-user) --pid --fork --mount-proc
 # The suite runs on TEST_WORKERS pytest-xdist workers, a test module to a worker (its module
 # fixtures are built once); modules marked `integration` start first (tests/conftest.py). Two
-# workers on the 2-core CI machine: 797 s for the 1,151 tests (2026-12-07; serially, before
+# workers on the 2-core CI machine: 797-838 s for the 1,151 tests (2026-12-07; serially, before
 # test_budget's smaller FLOP target and with a benchmark beside it, 1,551 s). Each
 # worker is a full Python with torch: more than one per 2 cores and ~4 GB of RAM only contends.
 TEST_WORKERS ?= 2
