@@ -24,16 +24,6 @@ NOT_READ = [
 ]
 
 
-@pytest.mark.parametrize(("gold", "pred"), APART)
-def test_apart_values_differ(gold, pred):
-    assert differ(prepare(gold).text, prepare(pred).text) is True
-
-
-@pytest.mark.parametrize(("gold", "pred"), NOT_READ)
-def test_what_is_not_read_goes_to_sympy(gold, pred):
-    assert differ(prepare(gold).text, prepare(pred).text) is None
-
-
 def test_sympy_agrees_where_the_screen_decides(monkeypatch):
     """The same pairs without the screen: sympy in a worker says unequal for each."""
     monkeypatch.setattr(item, "_numeric", lambda gold, pred, trace: None)
@@ -52,11 +42,14 @@ EQUAL = [("(x+1)^{2}", "x^{2}+2x+1"), ("\\sin^{2}(x)+\\cos^{2}(x)", "1+0x"),
 NOT_EQUAL_HERE = [("x", "x+10^{-15}")]  # apart by less than 1e-12: sympy's 30 digits decide
 
 
-@pytest.mark.parametrize(("gold", "pred"), EQUAL)
-def test_functions_equal_at_every_point(gold, pred):
-    assert compare(prepare(gold).text, prepare(pred).text) is True
+# what each screen says on each table: apart values differ (True), what it does not read is
+# left to sympy (None); functions equal at every point are equal, pairs too close are left
+SCREENS = ([("differ", g, p, True) for g, p in APART] + [("differ", g, p, None) for g, p in NOT_READ]
+           + [("compare", g, p, True) for g, p in EQUAL]
+           + [("compare", g, p, None) for g, p in NOT_EQUAL_HERE])
 
 
-@pytest.mark.parametrize(("gold", "pred"), NOT_EQUAL_HERE)
-def test_close_or_complex_is_left_to_sympy(gold, pred):
-    assert compare(prepare(gold).text, prepare(pred).text) is None
+@pytest.mark.parametrize(("screen", "gold", "pred", "want"), SCREENS)
+def test_the_screen_decides_or_leaves_to_sympy(screen, gold, pred, want):
+    fn = {"differ": differ, "compare": compare}[screen]
+    assert fn(prepare(gold).text, prepare(pred).text) is want
