@@ -54,8 +54,8 @@ test: install-dev
 	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile -m "$(MARKS)"
 	$(UNSHARE) $(PY) -m pytest -q -m hostile -p no:cacheprovider
 
-# The unit tier: every module's tests but the `integration` ones (no ranks, servers, real
-# models or killed runs); what to run while making a change.
+# The unit tier: every module's tests but the `integration` ones (multi-rank, DeepSpeed,
+# SmolLM2, served models, FLOP budgets, killed runs); what to run while making a change.
 test-fast:
 	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile -m "$(MARKS) and not integration"
 
