@@ -26,8 +26,8 @@ from dapo_bench.methods import METHOD_NAMES
 
 EXAMPLES = examples("""
     dapo-bench train --method dapo                  # DAPO on the embedded toy, offline, CPU
-    dapo-bench train --method grpo --no-control --eval-limit 50
     dapo-bench train --method dapo --model Qwen/Qwen2.5-Math-7B-Instruct --task math_train
+    dapo-bench train --method grpo --backend vllm --eval-serve 'vllm serve {model} --port {port}'
 """)
 
 
@@ -47,6 +47,11 @@ def register(app: typer.Typer) -> None:
             help="first N problems of each eval task (eval's --limit)")] = None,
         eval_max_new_tokens: Annotated[int | None, Opt(
             help="greedy eval " + MAX_NEW_TOKENS_HELP)] = None,
+        eval_serve: Annotated[str | None, Opt(
+            metavar="CMD", help="evaluate each policy through a server this shell command "
+            "starts and stops: {model} = the policy's directory, {port} = a free loopback "
+            "port, {rank} = the rank (e.g. 'vllm serve {model} --port {port}'); the openai "
+            "backend's completions API, the prompt rendered here (docs/tasks.md)")] = None,
         config: Annotated[Path | None, Opt("--config", help="YAML method config")] = None,
         preset: Annotated[str | None, Opt(
             help="config preset (default: toy for arith, else default = paper)")] = None,
@@ -71,8 +76,8 @@ def register(app: typer.Typer) -> None:
             help="run dir name (rerun with the same id to resume)")] = None,
         seed: Annotated[int, Opt(help="seed of sampling, data order and init")] = 0,
         backend: Annotated[str, Opt(
-            help="generation backend: hf | vllm (openai is eval's only: training needs the "
-            "sampled token ids)")] = "hf",
+            help="generation backend: hf | vllm (not openai: training needs the sampled token "
+            "ids; --eval-serve evaluates through a server)")] = "hf",
         deepspeed: Annotated[str, Opt(help="training engine: none | zero0..zero3")] = "none",
         offload: Annotated[bool, Opt(help="ZeRO CPU offload of optimizer state")] = False,
         bf16: Annotated[bool, Opt(help="DeepSpeed bf16 mixed precision (GPU)")] = False,
@@ -116,7 +121,8 @@ def register(app: typer.Typer) -> None:
         opts = run.RunOptions(
             model=model, task=task,
             eval_tasks=tuple(split_names(eval_tasks, "--eval-tasks")),
-            eval_limit=eval_limit, eval_max_new_tokens=eval_max_new_tokens, backend=backend,
+            eval_limit=eval_limit, eval_max_new_tokens=eval_max_new_tokens,
+            eval_serve=eval_serve, backend=backend,
             deepspeed=deepspeed, offload=offload, bf16=bf16, micro_batch=micro_batch,
             budget_flops=budget_flops, control=control, seed=seed, out=str(out),
             run_id=run_id, data_dir=str(data_dir) if data_dir else None, quiet=quiet,

@@ -1,6 +1,8 @@
 """What methods evaluate and train on besides their own data: :func:`eval_policy` (a policy's
 greedy accuracy on the run's eval tasks, as a resumable stage: the eval library,
-``dapo_bench.eval.evaluate``, into ``<run>/eval/<label>/``) and :func:`train_problem_solutions`
+``dapo_bench.eval.evaluate``, into ``<run>/eval/<label>/``; with ``--eval-serve CMD``, through
+a server started for that policy, ``generation.launched``, into ``<run>/eval/<label>-served/``,
+the server's log beside) and :func:`train_problem_solutions`
 (the training problems' gold solutions as SFT rows: the ``sft`` method's data and the
 equal-compute control's).
 
@@ -20,19 +22,39 @@ def eval_policy(ctx: Any, model_dir: Any, label: str) -> dict:
     tasks: {task: {value, stderr, n}}."""
     from dapo_bench.eval import evaluate
 
-    out_dir = ctx.run_dir / "eval" / label
+    serve = ctx.opts.eval_serve
+    out_dir = ctx.run_dir / "eval" / (f"{label}-served" if serve else label)
 
-    def work() -> dict:
+    def run(gen: Any) -> dict:
         res = evaluate(
-            ctx.generator(model_dir), list(ctx.opts.eval_tasks), run_dir=out_dir,
+            gen, list(ctx.opts.eval_tasks), run_dir=out_dir,
             limit=ctx.opts.eval_limit, max_new_tokens=ctx.opts.eval_max_new_tokens,
             quiet=ctx.opts.quiet, method=label, data_dir=ctx.opts.data_dir,
             seed=ctx.opts.seed, chunk=ctx.opts.gen_batch_size,
         )
         return {t: {**r["metrics"]["acc"], "n": r["n_problems"]} for t, r in res["tasks"].items()}
 
+    def work() -> dict:
+        return run(ctx.generator(model_dir)) if serve is None else served(run)
+
+    def served(run: Any) -> dict:
+        from dapo_bench import dist
+        from dapo_bench.generation.base import load_generator
+        from dapo_bench.generation.launched import LaunchedServer
+
+        path = getattr(model_dir, "path", None) or str(model_dir)
+        log = out_dir / f"server.rank{dist.rank()}.log"
+        with LaunchedServer(serve, path, log, rank=dist.rank()) as server:
+            gen = load_generator("openai", path, base_url=server.base_url, api="completions",
+                                 tokenizer=path)
+            try:
+                return run(gen)
+            finally:
+                gen.close()
+
     key = {"tasks": list(ctx.opts.eval_tasks), "limit": ctx.opts.eval_limit,
-           "max_new_tokens": ctx.opts.eval_max_new_tokens}  # other eval options: rerun it
+           "max_new_tokens": ctx.opts.eval_max_new_tokens,  # other eval options: rerun it
+           **({"served": serve} if serve else {})}
     info = ctx.run_stage(f"eval.{label}", work, every_rank=True, key=key, record=False)
     telemetry.eval_metrics(f"eval/{label}", {t: {"acc": m} for t, m in info.items()})
     ctx.log("eval " + label + ": " + ", ".join(

@@ -31,8 +31,11 @@ class RunOptions:
     task: training task ``name`` or ``name:split``; eval_tasks: tasks the result is evaluated on
     (default: the task spec's ``train.eval_tasks``, else the task itself); eval_limit: first N
     problems of each eval task; eval_max_new_tokens: greedy eval cap (None = each task's own);
-    backend: generator backend (``GENERATORS``: hf | vllm; openai is refused: it gives no
-    token ids); gen_batch_size: rows per generation batch; deepspeed: none | zero0..zero3, offload, bf16, micro_batch (items per forward/backward,
+    eval_serve: evaluate each policy through a server this command line starts
+    (``generation.launched``: ``{model}``, ``{port}``, ``{rank}``) with the openai backend's
+    completions API, the prompt rendered here as in process (None = in process, with
+    ``backend``); backend: generator backend (``GENERATORS``: hf | vllm; openai is refused:
+    it gives no token ids); gen_batch_size: rows per generation batch; deepspeed: none | zero0..zero3, offload, bf16, micro_batch (items per forward/backward,
     0 = whole batches; memory only, not part of the run id): the training engine
     (``EngineConfig``, :meth:`engine_config`); budget_flops: the FLOP budget of training; control: also train/evaluate
     the equal-compute SFT control; control_lr / control_batch_size: its SFT settings; seed;
@@ -51,6 +54,7 @@ class RunOptions:
     eval_tasks: tuple[str, ...] = ()
     eval_limit: int | None = None
     eval_max_new_tokens: int | None = None
+    eval_serve: str | None = None
     backend: str = "hf"
     gen_batch_size: int = 256
     deepspeed: str = "none"
@@ -119,10 +123,13 @@ def resolve_options(method: str, opts: RunOptions) -> RunOptions:
                         f"default_model)")
     if not GENERATORS.get(opts.backend).token_ids:
         raise UserError(f"--backend {opts.backend}: training trains on the token ids it samples, "
-                        f"and this backend returns text only; use --backend hf or vllm (a saved "
-                        f"policy can be evaluated with 'dapo-bench eval --backend openai' once a "
-                        f"server serves it)")
+                        f"and this backend returns text only; use --backend hf or vllm (--eval-serve "
+                        f"CMD evaluates each policy through a server it starts)")
     check_report_to(opts.report_to)
+    if opts.eval_serve is not None:
+        from dapo_bench.generation.launched import check_serve_cmd
+
+        check_serve_cmd(opts.eval_serve)
     try:
         opts.engine_config()
     except ValueError as e:

@@ -29,7 +29,7 @@ COSMETIC = ("quiet", "out", "run_id", "micro_batch", "checkpoint_every", "stop_o
 LATER = {"canaries": 0.0}
 # options of the evaluation only: not part of the run id; a resumed run may extend them (more
 # eval tasks, a larger --eval-limit) without redoing generation or training
-EVAL_OPTIONS = ("eval_tasks", "eval_limit", "eval_max_new_tokens")
+EVAL_OPTIONS = ("eval_tasks", "eval_limit", "eval_max_new_tokens", "eval_serve")
 
 
 def identity(saved: dict) -> dict:
