@@ -2,7 +2,7 @@
 PY ?= python3
 export PIP_DISABLE_PIP_VERSION_CHECK = 1
 
-.PHONY: install install-dev demo test test-fast test-vllm test-interop lint
+.PHONY: install install-dev demo test test-fast test-vllm test-interop typecheck lint
 
 install:
 	$(PY) -m pip install -q torch==2.13.0
@@ -38,7 +38,7 @@ demo: install
 define VERSIONS
 from importlib.metadata import version
 print("versions:", ", ".join(f"{p} {version(p)}" for p in ("pytest", "torch", "transformers",
-      "trl", "deepspeed", "sympy", "math-verify")))
+      "trl", "deepspeed", "sympy", "math-verify", "mypy")))
 endef
 export VERSIONS
 UNSHARE = unshare $(if $(filter 0,$(shell id -u)),,--user --map-root-user) --pid --fork --mount-proc
@@ -51,6 +51,7 @@ TEST_WORKERS ?= 2
 MARKS = not hostile and not slow and not interop
 test: install-dev
 	@$(PY) -c "$$VERSIONS"
+	$(PY) -m mypy
 	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile -m "$(MARKS)"
 	$(UNSHARE) $(PY) -m pytest -q -m hostile -p no:cacheprovider
 
@@ -83,6 +84,10 @@ test-interop: install-dev
 	$(PY) -m pip install -q ray==2.60.0 tensordict==0.10.0 omegaconf==2.3.1 hydra-core==1.3.8 \
 		codetiming==1.4.0 pylatexenc==2.11 aiohttp==3.14.5
 	$(PY) -m pytest -q -m interop -p no:cacheprovider
+
+# The type checker alone (pyproject.toml [tool.mypy]: what it checks, which modules wait).
+typecheck:
+	$(PY) -m mypy
 
 lint:
 	$(PY) -m ruff check dapo_bench verifiers tests bench

@@ -9,7 +9,7 @@ Configuration precedence: preset -> ``--config`` YAML -> ``--set key=value`` -> 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from typer import Option as Opt
@@ -118,6 +118,8 @@ def register(app: typer.Typer) -> None:
         overrides = list(set_ or []) + flag_overrides(method, {
             "beta": beta, "n_rollouts": n_rollouts, "mc_samples": mc_samples,
             "iterations": iterations})
+        given: dict[str, Any] = {k: v for k, v in (("control_batch_size", control_batch_size),
+                                                   ("control_lr", control_lr)) if v is not None}
         opts = run.RunOptions(
             model=model, task=task,
             eval_tasks=tuple(split_names(eval_tasks, "--eval-tasks")),
@@ -128,8 +130,7 @@ def register(app: typer.Typer) -> None:
             run_id=run_id, data_dir=str(data_dir) if data_dir else None, quiet=quiet,
             checkpoint_every=checkpoint_every, canaries=canaries, stop_on_cheat=stop_on_cheat,
             report_to=report_to,
-            **{k: v for k, v in (("control_batch_size", control_batch_size),
-                                 ("control_lr", control_lr)) if v is not None},
+            **given,
         )
         if threads is None:  # the task's default model says how many threads suit it
             threads = (run.task_spec(opts).threads if model is None else None) or 2

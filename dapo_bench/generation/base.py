@@ -137,7 +137,7 @@ def encode_prompts(tokenizer: Any, prompts: Sequence[Prompt]) -> tuple[list[list
     return ids, [tokenizer.decode(i) for i in ids]
 
 
-GENERATORS: Registry[type] = Registry(
+GENERATORS: Registry[type[Generator]] = Registry(
     "generator backend",
     modules=["dapo_bench.generation.hf", "dapo_bench.generation.vllm",
              "dapo_bench.generation.openai"],
@@ -148,4 +148,4 @@ def load_generator(backend: str, model: Any, **options: Any) -> Generator:
     """Instantiate a registered backend for a local model directory or hub id, or a
     ``models.Policy`` (hf: its model in memory; vllm: its path); openai: the served model's
     name."""
-    return GENERATORS.get(backend)(model, **options)
+    return GENERATORS.get(backend)(model, **options)  # type: ignore[call-arg]  # (model, **opts)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from pathlib import Path
+from typing import Any
 
 from dapo_bench import dist, telemetry
 from dapo_bench.config import to_dict
@@ -49,10 +50,12 @@ def run_training(
     if opts.run_id is not None:
         check_run_id(opts.run_id)
     check_out_dir(opts.out)
-    saved = {"method": method, "preset": preset, "options": to_dict(opts), "config": to_dict(cfg)}
+    saved: dict[str, Any] = {"method": method, "preset": preset, "options": to_dict(opts),
+                             "config": to_dict(cfg)}
     if opts.run_id is None:  # a function of the settings: rerunning the command resumes
         opts = dataclasses.replace(opts, run_id=default_run_id(method, opts, saved))
         saved["options"]["run_id"] = opts.run_id
+    assert opts.model is not None and opts.run_id is not None  # resolve_options, just above
     train_data = check_training_data(opts)  # train and test never meet (a UserError if they do)
     ref = Policy(opts.model)
     n_params = count_params(ref.model)  # a bad model dir fails before anything is written
