@@ -54,6 +54,7 @@ from typing import Any
 from dapo_bench import dist
 from dapo_bench.errors import RunStopped
 from dapo_bench.io import read_jsonl
+from dapo_bench.methods.context import RunContext
 from dapo_bench.tasks.task import Problem, Task
 from dapo_bench.training.rollouts import Group, Request, sample_groups
 
@@ -82,7 +83,7 @@ def pool_size(frac: float, n_problems: int) -> int:
 class Canaries:
     """A run's canaries: the items, how they are judged, and the log of their rewards."""
 
-    ctx: Any
+    ctx: RunContext
     scorer: Any  # methods.data.Scorer: the run's verifier judges the canaries
     items: list  # TrainProblem per canary, prompt ids tokenised once
     sources: dict[str, Problem]  # canary id -> the training problem it copies
@@ -90,7 +91,7 @@ class Canaries:
     path: Path
 
     @classmethod
-    def make(cls, ctx: Any, scorer: Any, n: int, encode: Callable[[Task], list]) -> Canaries:
+    def make(cls, ctx: RunContext, scorer: Any, n: int, encode: Callable[[Task], list]) -> Canaries:
         """``n`` canaries from the scorer's task, added to the scorer, their prompts made by
         ``encode(task)`` (``methods.data.load_train_problems``: the training problems' one
         way); a canary that its source's gold solution passes is no canary (RuntimeError)."""
@@ -152,7 +153,7 @@ class Canaries:
                 "infra_errors": len(g.infra)}
 
 
-def offline(ctx: Any, scorer: Any, generator: Any, n_problems: int, n: int, params: Any,
+def offline(ctx: RunContext, scorer: Any, generator: Any, n_problems: int, n: int, params: Any,
             stage: str, encode: Callable[[Task], list]) -> None:
     """An offline rollouts stage's canaries: ``ceil(F * n_problems)``, ``n`` samples each."""
     if ctx.opts.canaries:

@@ -44,6 +44,7 @@ from typing import Any
 from dapo_bench import dist, telemetry
 from dapo_bench.io import atomic_write_json, read_json
 from dapo_bench.ledger import Ledger, StageCount
+from dapo_bench.methods.options import RunOptions
 from dapo_bench.models import Policy
 from dapo_bench.training import checkpoint
 
@@ -51,7 +52,7 @@ from dapo_bench.training import checkpoint
 class RunContext:
     """What a method sees: run dir, options, ledger, stages, progress, models and data."""
 
-    def __init__(self, run_dir: Path, opts: Any, n_params: int, method: str):
+    def __init__(self, run_dir: Path, opts: RunOptions, n_params: int, method: str):
         self.run_dir = run_dir
         self.opts = opts
         self.method = method
@@ -65,13 +66,20 @@ class RunContext:
         self._gen_policy: Policy | None = None
 
     @property
+    def reference(self) -> str:
+        """The reference policy, ``--model`` as resolved (a saved dir or a hub id)."""
+        if self.opts.model is None:
+            raise ValueError("RunContext: its options are not resolved (run.resolve_options)")
+        return self.opts.model
+
+    @property
     def tokenizer(self) -> Any:
         """The reference policy's tokenizer (every policy of the run shares it); asking for it
         changes neither the policy the run holds nor what the generator serves."""
         if self._tokenizer is None:
             held = self._policy
-            self._tokenizer = (held.tokenizer if held is not None and held.path == self.opts.model
-                               else Policy(self.opts.model).tokenizer)
+            self._tokenizer = (held.tokenizer if held is not None and held.path == self.reference
+                               else Policy(self.reference).tokenizer)
         return self._tokenizer
 
     def policy(self, path: str | Path) -> Policy:
@@ -229,7 +237,7 @@ class RunContext:
             self._gen = None
 
 
-def new_generator(opts: Any, policy: Policy | str) -> Any:
+def new_generator(opts: RunOptions, policy: Policy | str) -> Any:
     """A fresh generator of the run's backend (``GENERATORS``) for ``policy`` (a handle or a
     saved dir)."""
     from dapo_bench.generation.base import load_generator

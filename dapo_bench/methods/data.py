@@ -26,6 +26,8 @@ from typing import Any
 
 from dapo_bench.errors import UserError
 from dapo_bench.io import atomic_write_jsonl, read_jsonl
+from dapo_bench.methods.context import RunContext
+from dapo_bench.methods.options import RunOptions
 from dapo_bench.tasks.task import Task
 from dapo_bench.training.rollouts import (
     Group,
@@ -56,7 +58,7 @@ def train_split(task: str) -> str | None:
     return split or spec.train.split
 
 
-def load_train_task(ctx: Any, limit: int | None = None) -> Task:
+def load_train_task(ctx: RunContext, limit: int | None = None) -> Task:
     """The training ``Task`` (first ``limit`` problems) for the run's ``--task``."""
     from dapo_bench.tasks import load_task
 
@@ -86,7 +88,7 @@ def check_disjoint(train: Any, eval_tasks: list[Any]) -> dict:
             "checked_against": {t.name: len(t.problems) for t in eval_tasks}}
 
 
-def check_training_data(opts: Any) -> dict:
+def check_training_data(opts: RunOptions) -> dict:
     """Load the run's training task and eval tasks and :func:`check_disjoint` them."""
     from dapo_bench.tasks import load_task
 
@@ -122,7 +124,7 @@ class Scorer:
         self._verifier.close()
 
 
-def count_infra(ctx: Any, stage: str, groups: list[Group]) -> int:
+def count_infra(ctx: RunContext, stage: str, groups: list[Group]) -> int:
     """Count ``stage``'s rollouts masked for an infrastructure error (``Group.infra``: never a
     0 reward) in its counts (results.json ``counts``); nothing is added when there are none."""
     n = infra_errors(groups)
@@ -131,7 +133,7 @@ def count_infra(ctx: Any, stage: str, groups: list[Group]) -> int:
     return n
 
 
-def load_train_problems(ctx: Any, limit: int | None = None, task: Any = None) -> list[TrainProblem]:
+def load_train_problems(ctx: RunContext, limit: int | None = None, task: Any = None) -> list[TrainProblem]:
     """Training problems: prompts rendered through the policy's tokenizer and tokenised once,
     golds, and (where the spec has them) worked solutions. ``task``: the already loaded
     training task (else it is loaded with ``limit``)."""
@@ -164,7 +166,7 @@ class OfflineSampling:
     chunk: int = 64
 
 
-def rollout_stage(ctx: Any, cfg: OfflineSampling) -> tuple[list[Group], dict[str, tuple]]:
+def rollout_stage(ctx: RunContext, cfg: OfflineSampling) -> tuple[list[Group], dict[str, tuple]]:
     """Stage ``rollouts``: sample and score on the reference policy; ``<run>/rollouts.jsonl``.
     Returns the groups and the prompt ids of each problem id. With a FLOP target
     (``training.budget``) sampling walks through the whole split, in order, until it has spent
@@ -190,10 +192,10 @@ def rollout_stage(ctx: Any, cfg: OfflineSampling) -> tuple[list[Group], dict[str
             with ctx.progress("rollouts", len(problems), unit="problems") as advance, \
                     budget.phase(led, budget.share(led, led.total_flops, cfg.rollout_frac)):
                 groups = sample_groups(
-                    ctx.generator(ctx.opts.model), [Request.for_problem(p) for p in problems],
+                    ctx.generator(ctx.reference), [Request.for_problem(p) for p in problems],
                     cfg.samples_per_prompt, scorer, params=params, chunk_size=cfg.chunk, ledger=led,
                     stage="rollouts", progress=advance, until=led.exhausted)
-            canaries.offline(ctx, scorer, ctx.generator(ctx.opts.model), len(groups),
+            canaries.offline(ctx, scorer, ctx.generator(ctx.reference), len(groups),
                              cfg.samples_per_prompt, params, "rollouts",
                              lambda task: load_train_problems(ctx, task=task))
         finally:

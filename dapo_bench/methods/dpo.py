@@ -28,6 +28,7 @@ import torch.nn.functional as F
 
 from dapo_bench.ledger import Ledger
 from dapo_bench.methods.base import MethodOutput, register_method, train_stage
+from dapo_bench.methods.context import RunContext
 from dapo_bench.methods.data import OfflineSampling, as_groups, rollout_stage
 from dapo_bench.training import budget
 from dapo_bench.training.batches import pack_pairs, sequence_logprobs
@@ -182,14 +183,14 @@ def train_dpo(model, tok, pairs: list[Pair], cfg: DPOConfig, *, ledger: Ledger,
     "dpo", config=DPOConfig, presets=PRESETS,
     help="DPO: offline, (correct, wrong) pairs from the same rollouts, beta configurable",
 )
-def run_dpo(ctx: Any, cfg: DPOConfig) -> MethodOutput:
+def run_dpo(ctx: RunContext, cfg: DPOConfig) -> MethodOutput:
     groups, prompts = rollout_stage(ctx, cfg)
     out_dir = ctx.run_dir / "policy"
 
     def work() -> dict:
         pairs = build_pairs(as_groups(groups, prompts),
                             max_pairs_per_prompt=cfg.max_pairs_per_prompt, seed=ctx.opts.seed)
-        policy = ctx.policy(ctx.opts.model)
+        policy = ctx.policy(ctx.reference)
         model, tok = policy.model, policy.tokenizer
         history: list[dict] = []
         how = {"steps": 0, "epochs": 0.0, "stopped": "no data"}

@@ -15,9 +15,10 @@ from typing import Any
 
 from dapo_bench import telemetry
 from dapo_bench.errors import UserError
+from dapo_bench.methods.context import RunContext
 
 
-def eval_policy(ctx: Any, model_dir: Any, label: str) -> dict:
+def eval_policy(ctx: RunContext, model_dir: Any, label: str) -> dict:
     """Greedy accuracy of ``model_dir`` (a saved dir or a ``models.Policy``) on the eval
     tasks: {task: {value, stderr, n}}."""
     from dapo_bench.eval import evaluate
@@ -62,7 +63,7 @@ def eval_policy(ctx: Any, model_dir: Any, label: str) -> dict:
     return info
 
 
-def train_problem_solutions(ctx: Any) -> list[tuple[list[int], list[int]]]:
+def train_problem_solutions(ctx: RunContext) -> list[tuple[list[int], list[int]]]:
     """SFT rows (prompt ids, gold solution ids + EOS) of the training split: what the ``sft``
     method and the SFT control train on (the prompt ids every method samples from)."""
     from dapo_bench.methods.data import load_train_problems

@@ -17,9 +17,9 @@ several ranks; this is the paper's GRPO baseline, not ByteDance's DAPO variant o
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from dapo_bench.methods.base import MethodOutput, register_method
+from dapo_bench.methods.context import RunContext
 from dapo_bench.methods.online import run_online
 from dapo_bench.training.batches import token_logprobs
 from dapo_bench.training.engine import OptimConfig, make_engine
@@ -129,5 +129,5 @@ def train_grpo(policy: OnlinePolicy, problems: list, cfg: GRPOConfig,
     help="GRPO: online, G samples per prompt, group-normalised advantages, clipped ratio, "
     "KL to pi_ref",
 )
-def run_grpo(ctx: Any, cfg: GRPOConfig) -> MethodOutput:
+def run_grpo(ctx: RunContext, cfg: GRPOConfig) -> MethodOutput:
     return run_online(ctx, cfg, train_grpo)

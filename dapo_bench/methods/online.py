@@ -19,6 +19,7 @@ from typing import Any
 
 from dapo_bench.errors import UserError
 from dapo_bench.methods.base import MethodOutput, train_stage
+from dapo_bench.methods.context import RunContext
 
 
 def check_online_config(cfg: Any) -> None:
@@ -34,7 +35,7 @@ def check_online_config(cfg: Any) -> None:
             raise UserError(f"{name}: must be >= 1, got {getattr(cfg, name)}")
 
 
-def run_online(ctx: Any, cfg: Any, train_fn: Callable) -> MethodOutput:
+def run_online(ctx: RunContext, cfg: Any, train_fn: Callable) -> MethodOutput:
     """Run ``train_fn(policy, problems, cfg, ...)`` as the run's ``train`` stage."""
     from dapo_bench.methods.context import new_generator, step_counter
     from dapo_bench.methods.data import Scorer, load_train_problems, load_train_task
@@ -53,7 +54,7 @@ def run_online(ctx: Any, cfg: Any, train_fn: Callable) -> MethodOutput:
     def work() -> dict:
         problems = load_train_problems(ctx)
         scorer = Scorer(load_train_task(ctx))
-        policy = OnlinePolicy(new_generator(ctx.opts, ctx.opts.model), ctx.opts.model,
+        policy = OnlinePolicy(new_generator(ctx.opts, ctx.reference), ctx.reference,
                               ctx.run_dir / "policy_sync")
         try:
             with ctx.progress(f"{ctx.method} steps", nominal, unit="steps") as advance:
@@ -83,7 +84,7 @@ def run_online(ctx: Any, cfg: Any, train_fn: Callable) -> MethodOutput:
     return train_stage(ctx, work, out_dir)
 
 
-def canary_watch(ctx: Any, scorer: Any, problems: list) -> Callable | None:
+def canary_watch(ctx: RunContext, scorer: Any, problems: list) -> Callable | None:
     """With ``--canaries F``: after each online step's sampling, F * its prompts canaries on
     average, as many samples each as a prompt gets, from the same weights
     (``methods.canaries``)."""

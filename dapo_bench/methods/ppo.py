@@ -21,11 +21,11 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field
-from typing import Any
 
 import torch
 
 from dapo_bench.methods.base import MethodOutput, register_method
+from dapo_bench.methods.context import RunContext
 from dapo_bench.methods.online import run_online
 from dapo_bench.training.batches import PairBatch, token_logprobs
 from dapo_bench.training.engine import OptimConfig, make_engine
@@ -167,5 +167,5 @@ def train_ppo(policy: OnlinePolicy, problems: list, cfg: PPOConfig,
     help="PPO: online, critic trained alongside, GAE (gamma 1, lambda 0.95), clipped ratio, "
     "KL to pi_ref",
 )
-def run_ppo(ctx: Any, cfg: PPOConfig) -> MethodOutput:
+def run_ppo(ctx: RunContext, cfg: PPOConfig) -> MethodOutput:
     return run_online(ctx, cfg, train_ppo)

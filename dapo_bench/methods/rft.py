@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dapo_bench.methods.base import MethodOutput, register_method, train_stage
+from dapo_bench.methods.context import RunContext
 from dapo_bench.methods.data import OfflineSampling, as_groups, rollout_stage
 from dapo_bench.training import budget
 from dapo_bench.training.engine import OptimConfig
@@ -67,7 +68,7 @@ def select_correct(
     "rft", config=RFTConfig, presets=PRESETS,
     help="RFT: fine-tune on the policy's own verified-correct samples",
 )
-def run_rft(ctx: Any, cfg: RFTConfig) -> MethodOutput:
+def run_rft(ctx: RunContext, cfg: RFTConfig) -> MethodOutput:
     groups, prompts = rollout_stage(ctx, cfg)
     out_dir = ctx.run_dir / "policy"
     sft_cfg = dataclasses.replace(cfg.sft, seed=ctx.opts.seed,
@@ -75,7 +76,7 @@ def run_rft(ctx: Any, cfg: RFTConfig) -> MethodOutput:
 
     def work() -> dict:
         pairs = select_correct(as_groups(groups, prompts), max_per_prompt=cfg.max_per_prompt)
-        policy = ctx.policy(ctx.opts.model)
+        policy = ctx.policy(ctx.reference)
         model, tok = policy.model, policy.tokenizer
         if pairs:
             stats = train_sft(model, tok, pairs, sft_cfg, ledger=ctx.ledger, stage="train",

@@ -12,9 +12,9 @@ Not covered: tasks without gold solutions (it raises a UserError naming the task
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
 
 from dapo_bench.methods.base import MethodOutput, register_method, train_stage
+from dapo_bench.methods.context import RunContext
 from dapo_bench.training import budget
 from dapo_bench.training.loop import steps_for
 from dapo_bench.training.sft import SFTConfig, train_sft
@@ -31,7 +31,7 @@ PRESETS: dict[str, dict] = {
     "sft", config=SFTConfig, presets=PRESETS,
     help="SFT: fine-tune on the task's reference solutions",
 )
-def run_sft(ctx: Any, cfg: SFTConfig) -> MethodOutput:
+def run_sft(ctx: RunContext, cfg: SFTConfig) -> MethodOutput:
     from dapo_bench.methods.context import step_counter
     from dapo_bench.methods.evaluate import train_problem_solutions
 
@@ -41,7 +41,7 @@ def run_sft(ctx: Any, cfg: SFTConfig) -> MethodOutput:
 
     def work() -> dict:
         pairs = train_problem_solutions(ctx)
-        policy = ctx.policy(ctx.opts.model)
+        policy = ctx.policy(ctx.reference)
         model, tok = policy.model, policy.tokenizer
         steps = steps_for(nominal, len(pairs), cfg.batch_size)
         with ctx.progress("sft", steps, unit="steps") as advance:

@@ -23,11 +23,12 @@ from dapo_bench import dist
 from dapo_bench.io import read_json
 from dapo_bench.ledger import Ledger
 from dapo_bench.methods.canaries import summary as canary_summary
+from dapo_bench.methods.context import RunContext
 from dapo_bench.methods.evaluate import eval_policy, train_problem_solutions
 from dapo_bench.results import build_results, now_utc, write_results
 
 
-def run_control(ctx: Any, ref_dir: str, flops: float) -> str:
+def run_control(ctx: RunContext, ref_dir: str, flops: float) -> str:
     """SFT of the reference on gold solutions until ``flops`` are spent; returns its dir."""
     out = ctx.run_dir / "control"
 
@@ -56,14 +57,14 @@ def run_control(ctx: Any, ref_dir: str, flops: float) -> str:
     return str(out)
 
 
-def _compare(ctx: Any, label_a: str, label_b: str) -> dict:
+def _compare(ctx: RunContext, label_a: str, label_b: str) -> dict:
     from dapo_bench.eval.store import compare_runs
 
     return {t: compare_runs(ctx.run_dir / "eval" / label_a, ctx.run_dir / "eval" / label_b, t)
             for t in ctx.opts.eval_tasks}
 
 
-def train_results(ctx: Any, spec: Any, saved: dict, out: Any, t0: float,
+def train_results(ctx: RunContext, spec: Any, saved: dict, out: Any, t0: float,
                   train_data: dict | None = None) -> dict:
     """Evaluate reference, final policy and control; write and return ``results.json``:
     besides the schema's fields, ``train_data`` (which task and split trained, checked
@@ -79,7 +80,7 @@ def train_results(ctx: Any, spec: Any, saved: dict, out: Any, t0: float,
     budget_info = budget.report(ctx.ledger, budget.how_of(out))
     if budget_info is not None:
         ctx.log(budget.describe(budget_info))
-    ref = ctx.opts.model
+    ref = ctx.reference
     evals = {"reference": eval_policy(ctx, ref, "reference"),
              "final": eval_policy(ctx, out.model_dir, "final")}
     comparison: dict[str, Any] = {"final_vs_reference": _compare(ctx, "reference", "final")}

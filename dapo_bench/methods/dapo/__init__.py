@@ -24,84 +24,12 @@ Not covered: vLLM-specific prefix-cache tuning (the backend's own), multi-node r
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 from dapo_bench.methods.base import MethodOutput, register_method
 from dapo_bench.methods.context import RunContext
-from dapo_bench.methods.dapo.actor import ActorConfig
-from dapo_bench.methods.dapo.critic import CriticConfig
+from dapo_bench.methods.dapo.config import DapoConfig
 from dapo_bench.models import Policy
-
-
-@dataclass(frozen=True)
-class DapoConfig:
-    """DAPO (Liu et al., step-level) settings; ``--set key=value`` / YAML fill them.
-
-    beta: KL weight; the actor's target log-ratio is A/beta (paper: 0.01; ablation 0.002-0.1).
-    iterations: DAPO iterations; iteration k+1 uses the actor of iteration k as pi_ref.
-    n_problems: training problems per iteration (None: the whole training split); with
-        fresh_problems each iteration takes the next n_problems of the split.
-    n_samples: n1, responses sampled per problem (paper: 32).
-    n_rollouts: n, responses kept per problem, balanced correct/wrong (paper: 6).
-    mc_samples: m, completions per state for its Monte Carlo label; their first steps are the
-        M candidate actions of stage B (paper: 16).
-    temperature, top_p: sampling for rollouts and completions (paper: 1.0, 1.0).
-    max_new_tokens: generation cap (0: the task's max_new_tokens).
-    min_spread: drop a state whose advantage spread (max - min) is under this (default 0.1).
-    solved_only: states only from problems at least one of whose n1 responses the verifier
-        accepted (default False, the paper's: every problem). For a weak pi_ref: the MC labels
-        of a problem it never solves are almost all 0, so its states carry no preference and
-        the MC stage pays m completions each for nothing. Problems left out are counted
-        (``unsolved_problems`` in the states stage's record).
-    advantage: how stage B values a non-terminal candidate step a_i (``VALUE_ESTIMATORS``):
-        "critic" (the paper's: V(s + a_i)), "mc" (mean reward of the state's completions that
-        begin with a_i; the critic is still trained and reported but not used), or "critic_mc"
-        (that mean shrunk towards the critic with weight ``mc_prior``).
-    mc_prior: the critic's weight, in completions, for "critic_mc" (default 1.0).
-    gen_chunk: states/problems per generation call (the unit of resumption).
-    data_frac: with ``--budget-flops`` (a target, ``training.budget``): the share of each
-        iteration's part of the budget (1/iterations of it) that the sampling stages (rollouts,
-        MC labels) may spend; states left unlabelled are counted. The critic and the actor
-        spend the rest: the actor trains as many epochs as reaching the iteration's part takes.
-    critic: CriticConfig (model, optim.lr [paper 5e-6 for 7B], epochs [paper 1], batch_size,
-        heldout_frac, bins, max_length, step_labels [off in the paper's preset]).
-    actor: ActorConfig (optim.lr, optim.grad_clip, epochs, batch_actions, max_length).
-    """
-
-    beta: float = 0.01
-    iterations: int = 1
-    n_problems: int | None = None
-    fresh_problems: bool = True
-    n_samples: int = 32
-    n_rollouts: int = 6
-    mc_samples: int = 16
-    temperature: float = 1.0
-    top_p: float = 1.0
-    max_new_tokens: int = 0
-    min_spread: float = 0.1
-    solved_only: bool = False
-    advantage: str = "critic"
-    mc_prior: float = 1.0
-    gen_chunk: int = 64
-    data_frac: float = 0.8
-    critic: CriticConfig = field(default_factory=CriticConfig)
-    actor: ActorConfig = field(default_factory=ActorConfig)
-
-    def __post_init__(self) -> None:
-        if self.beta <= 0:
-            raise ValueError(f"beta must be > 0, got {self.beta}")
-        if not 0 < self.data_frac <= 1:
-            raise ValueError(f"data_frac must be in (0, 1], got {self.data_frac}")
-        if self.mc_prior < 0:
-            raise ValueError(f"mc_prior must be >= 0, got {self.mc_prior}")
-        from dapo_bench.methods.dapo.advantages import VALUE_ESTIMATORS
-
-        VALUE_ESTIMATORS.entry(self.advantage)  # unknown name: one-line error naming the known
-        for name in ("iterations", "n_samples", "n_rollouts", "mc_samples", "gen_chunk"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
-
 
 # Toy preset (arith v2, the shipped 47.6k-parameter reference on its SFT plateau, 92.75% on
 # test), chosen on the dev split (docs/measurements.md, "Tuning the toy preset"): stage B values
@@ -138,7 +66,7 @@ def train_dapo(ctx: RunContext, cfg: DapoConfig) -> MethodOutput:
     from dapo_bench.ledger import BudgetExhausted
     from dapo_bench.methods.evaluate import eval_policy
 
-    policy = ctx.policy(ctx.opts.model)  # a handle: each stage takes the model it holds
+    policy = ctx.policy(ctx.reference)  # a handle: each stage takes the model it holds
     out = MethodOutput(model_dir=policy.path)
     for k in range(1, cfg.iterations + 1):
         try:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -25,12 +26,15 @@ from dapo_bench.errors import UserError
 from dapo_bench.generation.base import SamplingParams
 from dapo_bench.io import atomic_write_json, atomic_write_jsonl, read_json, read_jsonl
 from dapo_bench.methods import canaries
-from dapo_bench.methods.data import count_infra, load_train_problems
+from dapo_bench.methods.context import RunContext
+from dapo_bench.methods.dapo.config import DapoConfig
+from dapo_bench.methods.data import Scorer, count_infra, load_train_problems
 from dapo_bench.models import Policy
 from dapo_bench.training.rollouts import (
     Request,
     ResumableLog,
     StepSplitter,
+    TrainProblem,
     is_correct,
     make_states,
     sample_groups,
@@ -38,9 +42,9 @@ from dapo_bench.training.rollouts import (
 )
 
 
-def problems_for(ctx: Any, cfg: Any, k: int) -> tuple[Any, list]:
+def problems_for(ctx: RunContext, cfg: DapoConfig, k: int) -> tuple[Scorer, list[TrainProblem]]:
     """(scorer, problems) of iteration ``k``: with fresh_problems the k-th slice of the split."""
-    from dapo_bench.methods.data import Scorer, load_train_task
+    from dapo_bench.methods.data import load_train_task
 
     n = cfg.n_problems
     limit = None if n is None else (n * k if cfg.fresh_problems else n)
@@ -57,7 +61,8 @@ def problems_for(ctx: Any, cfg: Any, k: int) -> tuple[Any, list]:
 ITERATION_SEED_STRIDE = 104729
 
 
-def _params(ctx: Any, cfg: Any, scorer: Any, salt: int, k: int) -> SamplingParams:
+def _params(ctx: RunContext, cfg: DapoConfig, scorer: Scorer, salt: int, k: int
+            ) -> SamplingParams:
     spec = scorer.task.spec
     return SamplingParams(
         temperature=cfg.temperature, top_p=cfg.top_p,
@@ -66,21 +71,22 @@ def _params(ctx: Any, cfg: Any, scorer: Any, salt: int, k: int) -> SamplingParam
     )
 
 
-def score_batch(ctx: Any) -> int:
+def score_batch(ctx: RunContext) -> int:
     """Actions per scoring pass of the actor's data: --micro-batch, else the default."""
     from dapo_bench.methods.dapo.actor import SCORE_BATCH
 
     return ctx.engine_cfg.micro_batch or SCORE_BATCH
 
 
-def _until(ctx: Any):
+def _until(ctx: RunContext) -> Callable[[], bool] | None:
     """A budget stop for a sampling stage (None without a FLOP target: ranks run free)."""
     from dapo_bench.training import budget
 
     return None if budget.target(ctx.ledger) is None else ctx.ledger.exhausted
 
 
-def rollouts(ctx, cfg, policy, problems, scorer, d: Path, stage: str, k: int) -> dict:
+def rollouts(ctx: RunContext, cfg: DapoConfig, policy: Policy, problems: list[TrainProblem],
+             scorer: Scorer, d: Path, stage: str, k: int) -> dict:
     gen = ctx.generator(policy)
     chunks: dict = {}
     with ctx.progress("rollouts", len(problems), unit="problems") as adv, \
@@ -108,7 +114,7 @@ def state_key(problem_id: str, prefix_ids: list[int]) -> str:
     return f"{problem_id}/{digest}"
 
 
-def states(ctx, cfg, problems, d: Path) -> dict:
+def states(ctx: RunContext, cfg: DapoConfig, problems: list[TrainProblem], d: Path) -> dict:
     by_id = {p.id: p for p in problems}
     splitter = StepSplitter(ctx.tokenizer)
     out, seen, kept, kept_ok, unsolved = [], set(), 0, 0.0, 0
@@ -153,7 +159,8 @@ def _mc_row(state: dict, group) -> dict:
             **({"infra_errors": row["infra_errors"]} if group.infra else {})}
 
 
-def mc_labels(ctx, cfg, policy, scorer, d: Path, stage: str, k: int) -> dict:
+def mc_labels(ctx: RunContext, cfg: DapoConfig, policy: Policy, scorer: Scorer, d: Path,
+              stage: str, k: int) -> dict:
     sts = {s["key"]: s for s in read_jsonl(d / "states.jsonl")}
     reqs = [Request(key, s["problem_id"], s["prompt_ids"] + s["prefix_ids"], s["prefix"])
             for key, s in sts.items()]
@@ -183,7 +190,7 @@ def _heldout(problem_id: str, frac: float) -> bool:
     return h < frac * 10000
 
 
-def _scored(ctx: Any, stage: str, items: list, score: Any, module: Any, *,
+def _scored(ctx: RunContext, stage: str, items: list, score: Any, module: Any, *,
             charge: bool = True) -> tuple[list, int]:
     """``score(items, on_batch)`` on every rank's share of ``items`` (``dist.map_shards``),
     gathered in item order; the batches' tokens (summed over ranks) are charged to the ledger
@@ -209,7 +216,7 @@ def _scored(ctx: Any, stage: str, items: list, score: Any, module: Any, *,
     return out, total["tokens"]
 
 
-def critic(ctx, cfg, policy, d: Path, stage: str) -> dict:
+def critic(ctx: RunContext, cfg: DapoConfig, policy: Policy, d: Path, stage: str) -> dict:
     from dapo_bench.methods.dapo.critic import (
         calibration,
         critic_examples,
@@ -248,7 +255,7 @@ def critic(ctx, cfg, policy, d: Path, stage: str) -> dict:
             "history": st.history}
 
 
-def advantages(ctx, cfg, d: Path, stage: str) -> dict:
+def advantages(ctx: RunContext, cfg: DapoConfig, d: Path, stage: str) -> dict:
     from dapo_bench.methods.dapo.advantages import (
         VALUE_ESTIMATORS,
         candidates_from_completions,
@@ -296,7 +303,8 @@ def advantages(ctx, cfg, d: Path, stage: str) -> dict:
             "scored_actions": len(vals)}
 
 
-def _reference(ctx, model, tok, sts, cfg, d: Path, policy: Policy, stage: str) -> dict:
+def _reference(ctx: RunContext, model: Any, tok: Any, sts: list, cfg: DapoConfig, d: Path,
+               policy: Policy, stage: str) -> dict:
     """log pi_ref of every kept action, cached in ``ref_logprobs.json`` with what it belongs to
     (the advantages file and the policy): a cache of other inputs is recomputed, not reused."""
     from dapo_bench.methods.dapo.actor import reference_logprobs
@@ -321,7 +329,7 @@ def _reference(ctx, model, tok, sts, cfg, d: Path, policy: Policy, stage: str) -
     return ref
 
 
-def actor(ctx, cfg, policy, d: Path, stage: str) -> dict:
+def actor(ctx: RunContext, cfg: DapoConfig, policy: Policy, d: Path, stage: str) -> dict:
     from dapo_bench.methods.dapo.actor import dapo_actor_loss, reference_logprobs, train_actor
     sts = read_jsonl(d / "advantages.jsonl")
     model, tok = policy.model, policy.tokenizer  # pi_ref, trained in place into the actor
