@@ -50,6 +50,10 @@ from dapo_bench import dist
 from dapo_bench.errors import UserError
 
 REPORT_TO = ("none", "tensorboard", "wandb")
+# the help of eval's and train's --report-to
+REPORT_TO_HELP = ("where the run's scalars go while it runs: none | tensorboard (RUN_DIR/"
+                  "tensorboard/) | wandb (RUN_DIR/wandb/; WANDB_MODE=offline without network); "
+                  "docs/watching.md")
 
 
 def check_report_to(value: str) -> str:

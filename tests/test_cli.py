@@ -156,7 +156,7 @@ def test_train_engine_and_control_flags_fill_the_run_options(cli, monkeypatch, t
     """--micro-batch, --control-batch-size, --control-lr and --checkpoint-every reach
     RunOptions; unset, the control keeps its defaults, which the help states."""
     from dapo_bench import run
-    from dapo_bench.training.sft import CONTROL_BATCH_SIZE, CONTROL_LR
+    from dapo_bench.training.control import CONTROL_BATCH_SIZE, CONTROL_LR
 
     seen = []
 
@@ -174,9 +174,10 @@ def test_train_engine_and_control_flags_fill_the_run_options(cli, monkeypatch, t
     assert (seen[1].micro_batch, seen[1].control_batch_size, seen[1].control_lr,
             seen[1].checkpoint_every) == (0, CONTROL_BATCH_SIZE, CONTROL_LR, 0)
     text = re.sub(r"\s+", " ", _help(("train",)))
-    said = re.search(r"pairs per step \(default (\d+)\).*learning rate \(default ([\de.-]+)\)",
-                     text)
-    assert said and (int(said[1]), float(said[2])) == (CONTROL_BATCH_SIZE, CONTROL_LR), text
+    lr = re.search(r"--control-lr F the control's SFT learning rate \[default: ([\de.-]+)\]", text)
+    bs = re.search(r"--control-batch-size N the control's SFT pairs per step \[default: (\d+)\]",
+                   text)
+    assert lr and bs and (int(bs[1]), float(lr[1])) == (CONTROL_BATCH_SIZE, CONTROL_LR), text
 
 
 def test_list_prints_help_texts_as_written():

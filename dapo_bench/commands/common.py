@@ -15,11 +15,6 @@ from collections.abc import Iterable
 
 # the metavar of a name-list flag, so that help shows "NAME[,NAME...]" rather than list[str]
 NAMES = "NAME[,NAME...]"
-# 0 (or unset) means "each task's own max_new_tokens"; the help of eval and train says so
-MAX_NEW_TOKENS_HELP = "cap on generated tokens; 0 or unset = each task's own (tasks/*.yaml)"
-REPORT_TO_HELP = ("where the run's scalars go while it runs: none | tensorboard (RUN_DIR/"
-                  "tensorboard/) | wandb (RUN_DIR/wandb/; WANDB_MODE=offline without network); "
-                  "docs/watching.md")
 
 
 def examples(block: str) -> str:

@@ -9,13 +9,13 @@ from typing import Annotated
 import typer
 
 from dapo_bench.commands.common import (
-    MAX_NEW_TOKENS_HELP,
     NAMES,
-    REPORT_TO_HELP,
     examples,
     quiet_accelerator_probe,
     split_names,
 )
+from dapo_bench.methods.options import MAX_NEW_TOKENS_HELP
+from dapo_bench.telemetry import REPORT_TO_HELP
 
 Opt = typer.Option
 EXAMPLES = examples("""

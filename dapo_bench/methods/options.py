@@ -7,64 +7,85 @@ type they read; how the options are resolved and checked before a run writes any
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import dataclasses
+import typing
+from dataclasses import dataclass, field
 from typing import Any
 
 from dapo_bench.errors import UserError
-from dapo_bench.training.sft import CONTROL_BATCH_SIZE, CONTROL_LR
+from dapo_bench.telemetry import REPORT_TO_HELP
+from dapo_bench.training.control import CONTROL_BATCH_SIZE, CONTROL_LR
+
+# 0 (or unset) means "each task's own max_new_tokens"; the help of eval's and train's flags says so
+MAX_NEW_TOKENS_HELP = "cap on generated tokens; 0 or unset = each task's own (tasks/*.yaml)"
+
+
+def option(default: Any, help: str, *, metavar: str | None = None) -> Any:
+    """A :class:`RunOptions` field and its ``dapo-bench train`` flag: ``--`` and the field's name
+    with dashes, this help and metavar, the field's default. A ``bool`` field is a
+    ``--x/--no-x`` switch; a ``tuple[str, ...]`` field a name list (comma-separated or
+    repeated)."""
+    return field(default=default, metadata={"help": help, "metavar": metavar})
 
 
 @dataclass(frozen=True)
 class RunOptions:
-    """Options every method shares (the ``dapo-bench train`` flags).
-
-    model: reference policy (dir or hub id; default: the training task's ``default_model``);
-    task: training task ``name`` or ``name:split``; eval_tasks: tasks the result is evaluated on
-    (default: the task spec's ``train.eval_tasks``, else the task itself); eval_limit: first N
-    problems of each eval task; eval_max_new_tokens: greedy eval cap (None = each task's own);
-    eval_serve: evaluate each policy through a server this command line starts
-    (``generation.launched``: ``{model}``, ``{port}``, ``{rank}``) with the openai backend's
-    completions API, the prompt rendered here as in process (None = in process, with
-    ``backend``); backend: generator backend (``GENERATORS``: hf | vllm; openai is refused:
-    it gives no token ids); gen_batch_size: rows per generation batch; deepspeed: none | zero0..zero3, offload, bf16, micro_batch (items per forward/backward,
-    0 = whole batches; memory only, not part of the run id): the training engine
-    (``EngineConfig``, :meth:`engine_config`); budget_flops: the FLOP budget of training; control: also train/evaluate
-    the equal-compute SFT control; control_lr / control_batch_size: its SFT settings; seed;
-    out: parent dir of run dirs; run_id: run dir name (default: method-task-seed); data_dir:
-    benchmark files for file-backed tasks; quiet: plain log lines; checkpoint_every: save a
-    training stage every this many steps (optimizer steps; GRPO/PPO: online steps), so a killed
-    stage resumes there (0 = off; ``training.checkpoint``); canaries: the share of impossible
-    items sampled beside the training problems (0 = none; ``methods.canaries``); stop_on_cheat:
-    stop the run after this many rewards on canaries (0 = never); report_to: none | tensorboard |
-    wandb, where the run's scalars go while it runs (``dapo_bench.telemetry``; not part of the
-    run id).
+    """Options every method shares. Each field is declared once, here, with its help: it is
+    a ``dapo-bench train`` flag (``commands/train.py`` builds the flags from these fields), and
+    docs/training.md's options table is rendered from them (:func:`options_table`;
+    tests/test_options.py keeps the two equal). Options of the evaluation only
+    (``run.rundir.EVAL_OPTIONS``) and cosmetic ones (``COSMETIC``) are not part of the run id.
     """
 
-    model: str | None = None
-    task: str = "arith"
-    eval_tasks: tuple[str, ...] = ()
-    eval_limit: int | None = None
-    eval_max_new_tokens: int | None = None
-    eval_serve: str | None = None
-    backend: str = "hf"
-    gen_batch_size: int = 256
-    deepspeed: str = "none"
-    offload: bool = False
-    bf16: bool = False
-    micro_batch: int = 0
-    budget_flops: float | None = None
-    control: bool = True
-    control_lr: float = CONTROL_LR
-    control_batch_size: int = CONTROL_BATCH_SIZE
-    seed: int = 0
-    out: str = "runs"
-    run_id: str | None = None
-    data_dir: str | None = None
-    quiet: bool = False
-    checkpoint_every: int = 0
-    canaries: float = 0.0
-    stop_on_cheat: int = 0
-    report_to: str = "none"
+    model: str | None = option(
+        None, "reference policy dir or hub id (default: the training task's default_model; "
+        "arith: the shipped toy policy)", metavar="DIR|ID")
+    task: str = option("arith", "training task NAME or NAME:SPLIT (a training set, or a "
+                       "task's training split: train and test never meet)",
+                       metavar="NAME[:SPLIT]")
+    eval_tasks: tuple[str, ...] = option(
+        (), "eval tasks, comma-separated or repeated (default: the task's own, e.g. arith -> "
+        "arith,arith_ood)", metavar="NAME[,NAME...]")
+    eval_limit: int | None = option(None, "first N problems of each eval task (eval's --limit)",
+                                    metavar="N")
+    eval_max_new_tokens: int | None = option(None, "greedy eval " + MAX_NEW_TOKENS_HELP,
+                                                metavar="N")
+    eval_serve: str | None = option(
+        None, "evaluate each policy through a server this shell command starts and stops: "
+        "{model} = the policy's directory, {port} = a free loopback port, {rank} = the rank "
+        "(e.g. 'vllm serve {model} --port {port}'); the openai backend's completions API, the "
+        "prompt rendered here (docs/tasks.md)", metavar="CMD")
+    backend: str = option("hf", "generation backend: hf | vllm (not openai: training needs the "
+                          "sampled token ids; --eval-serve evaluates through a server)")
+    gen_batch_size: int = option(256, "rows per generation batch (hf; the unit of a sampling "
+                                 "stage's progress)", metavar="N")
+    deepspeed: str = option("none", "training engine: none | zero0..zero3")
+    offload: bool = option(False, "ZeRO CPU offload of optimizer state")
+    bf16: bool = option(False, "DeepSpeed bf16 mixed precision (GPU)")
+    micro_batch: int = option(
+        0, "items per forward/backward pass; a larger batch accumulates gradients (same "
+        "update, less memory; 0 = the whole batch; not with --deepspeed)", metavar="N")
+    budget_flops: float | None = option(None, "stop training when the ledger reaches these FLOPs",
+                                        metavar="F")
+    control: bool = option(True, "also train and evaluate the equal-compute SFT control")
+    control_lr: float = option(CONTROL_LR, "the control's SFT learning rate", metavar="F")
+    control_batch_size: int = option(CONTROL_BATCH_SIZE, "the control's SFT pairs per step",
+                                     metavar="N")
+    seed: int = option(0, "seed of sampling, data order and init", metavar="N")
+    out: str = option("runs", "parent directory of run dirs", metavar="DIR")
+    run_id: str | None = option(None, "run dir name (default: method-task-hash of the "
+                                "settings; rerun with the same id to resume)", metavar="ID")
+    data_dir: str | None = option(None, "benchmark files for file tasks", metavar="DIR")
+    quiet: bool = option(False, "plain log lines, no progress bars")
+    checkpoint_every: int = option(
+        0, "save a training stage every K steps (optimizer steps; GRPO/PPO: online steps); a "
+        "rerun resumes a killed stage there (0 = off: it restarts)", metavar="K")
+    canaries: float = option(
+        0.0, "share F of impossible items sampled beside the training problems, never trained "
+        "on; a reward on one is a cheat event (0 = none)", metavar="F")
+    stop_on_cheat: int = option(0, "stop the run (exit 3, files kept) after K cheat events "
+                                "(0 = never)", metavar="K")
+    report_to: str = option("none", REPORT_TO_HELP)
 
     def __post_init__(self) -> None:
         ce = self.checkpoint_every
@@ -81,3 +102,28 @@ class RunOptions:
         from dapo_bench.training.engine import EngineConfig
 
         return EngineConfig(self.deepspeed, self.offload, self.bf16, self.micro_batch)
+
+
+def flag(name: str) -> str:
+    """A field's flag: ``eval_max_new_tokens`` -> ``--eval-max-new-tokens``."""
+    return "--" + name.replace("_", "-")
+
+
+def options_table(cls: type = RunOptions) -> str:
+    """docs/training.md's table of the run flags, rendered from :class:`RunOptions` (*cls*: a
+    dataclass declared the same way, for the tests)."""
+    hints = typing.get_type_hints(cls)
+    rows = ["| flag | default | meaning |", "|---|---|---|"]
+
+    def cell(text: str) -> str:
+        return text.replace("|", "\\|")
+
+    for f in dataclasses.fields(cls):
+        name = flag(f.name)
+        if hints[f.name] is bool:
+            name = f"{name}/--no-{name[2:]}"
+        elif f.metadata.get("metavar"):
+            name = f"{name} {f.metadata['metavar']}"
+        default = "-" if f.default in (None, ()) else f"`{f.default}`"
+        rows.append(f"| `{cell(name)}` | {default} | {cell(f.metadata['help'])} |")
+    return "\n".join(rows) + "\n"

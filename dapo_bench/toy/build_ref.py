@@ -13,7 +13,7 @@ wrong answers first go wrong, and the plateau checks on copies (not saved):
 - ``continuation`` (``--continuation-flops F``, default 6e11, the FLOP target of the toy
   comparison; the paper's regime): an equal-compute continuation, SFT on the gold solutions
   of the RL training problems (``rl_train``) for F FLOPs with the SFT control's settings
-  (``training.sft.CONTROL_LR`` / ``CONTROL_BATCH_SIZE``), and its paired-bootstrap gain on
+  (``training.control.CONTROL_LR`` / ``CONTROL_BATCH_SIZE``), and its paired-bootstrap gain on
   ``test`` and ``test_ood``. A reference in the paper's regime gains less than 1 point
   (``in_paper_regime``); a data-limited one gains many (the 36% reference shipped before, SFT
   on 1,500 problems: +44 points);
@@ -139,7 +139,7 @@ def continuation_check(model, tok, flops: float, seed: int, n_eval: int | None =
     from dapo_bench.eval.metrics import paired_bootstrap
     from dapo_bench.ledger import Ledger
     from dapo_bench.training import budget
-    from dapo_bench.training.sft import CONTROL_BATCH_SIZE, CONTROL_LR
+    from dapo_bench.training.control import CONTROL_BATCH_SIZE, CONTROL_LR
     before: dict[str, dict] = {"test": {}, "test_ood": {}}
     after: dict[str, dict] = {"test": {}, "test_ood": {}}
     for split, sc in before.items():

@@ -40,11 +40,6 @@ from dapo_bench.training.loop import (
     train_loop,
 )
 
-# the equal-compute SFT control's settings (``RunOptions.control_lr``/``control_batch_size``
-# default to them; the reference builder's continuation check uses them too)
-CONTROL_LR = 1e-4
-CONTROL_BATCH_SIZE = 64
-
 
 @dataclass(frozen=True)
 class SFTConfig:
