@@ -49,6 +49,7 @@ UNSHARE = unshare $(if $(filter 0,$(shell id -u)),,--user --map-root-user) --pid
 # worker is a full Python with torch: more than one per 2 cores and ~4 GB of RAM only contends.
 TEST_WORKERS ?= 2
 MARKS = not hostile and not slow and not interop
+# The type checker runs first (pyproject.toml [tool.mypy]; 47 s from a cold cache here).
 test: install-dev
 	@$(PY) -c "$$VERSIONS"
 	$(PY) -m mypy

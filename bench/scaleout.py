@@ -30,15 +30,15 @@ STAGES = ("it1.rollouts", "it1.mc", "it1.critic", "it1.advantages", "it1.actor",
           "eval.reference", "eval.final")
 
 
-def train_command(out: Path, run_id: str, ranks: int, problems: int, sets: list[str]
-                  ) -> tuple[list[str], dict]:
+def train_command(out: Path, run_id: str, ranks: int, problems: int, sets: list[str],
+                  deepspeed: str = "none") -> tuple[list[str], dict]:
     """(command, env) of the toy DAPO run ``run_id`` on ``ranks`` ranks, one thread each."""
     env = {k: v for k, v in os.environ.items()
            if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")}
     env.update(OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1")
     cli = ["-m", "dapo_bench.cli", "train", "--method", "dapo", "--no-control", "--quiet",
            "--threads", "1", "--out", str(out), "--run-id", run_id, "--set",
-           f"n_problems={problems}"]
+           f"n_problems={problems}", "--deepspeed", deepspeed]
     for kv in sets:
         cli += ["--set", kv]
     cmd = [sys.executable, *cli] if ranks == 1 else [
@@ -48,8 +48,8 @@ def train_command(out: Path, run_id: str, ranks: int, problems: int, sets: list[
 
 
 def _train(out: Path, run_id: str, ranks: int, problems: int, eval_limit: int,
-           sets: list[str]) -> float:
-    cmd, env = train_command(out, run_id, ranks, problems, sets)
+           sets: list[str], deepspeed: str) -> float:
+    cmd, env = train_command(out, run_id, ranks, problems, sets, deepspeed)
     cmd += ["--eval-limit", str(eval_limit)]
     t0 = time.perf_counter()
     run = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
@@ -70,15 +70,16 @@ def main(
         "/tmp/dapo-bench-scaleout"),
     set_: Annotated[list[str] | None, typer.Option(
         "--set", help="more DAPO settings, key=value (repeatable), e.g. gen_chunk=32")] = None,
+    deepspeed: Annotated[str, typer.Option(help="training engine: none | zero0..zero3")] = "none",
 ) -> None:
     """Time the toy DAPO pipeline on 1 and on N ranks; print per-stage speed-ups."""
     shutil.rmtree(out, ignore_errors=True)
     print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores; "
           f"{problems} problems, 1 vs {ranks} ranks, 1 torch thread each"
-          f"{', ' + ' '.join(set_) if set_ else ''}", flush=True)
+          f"{', ' + ' '.join(set_) if set_ else ''}, engine {deepspeed}", flush=True)
     sets = list(set_ or [])
-    wall1 = _train(out, "one", 1, problems, eval_limit, sets)
-    walln = _train(out, "many", ranks, problems, eval_limit, sets)
+    wall1 = _train(out, "one", 1, problems, eval_limit, sets, deepspeed)
+    walln = _train(out, "many", ranks, problems, eval_limit, sets, deepspeed)
     one, many = _seconds(out / "one"), _seconds(out / "many")
     print(f"| stage | 1 rank (s) | {ranks} ranks (s) | speed-up |")
     print("|---|---|---|---|")
