@@ -31,7 +31,7 @@ import contextlib
 import itertools
 import os
 import socket
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import timedelta
 from pathlib import Path
 from typing import Any, TypeVar
@@ -280,6 +280,23 @@ def shard(items: Sequence[T], rank_: int | None = None, world: int | None = None
     w = world_size() if world is None else world
     lo, hi = shard_bounds(len(items), r, w)
     return list(items[lo:hi])
+
+
+def balanced_shard(items: Sequence[T], cost: Callable[[T], float], rank_: int | None = None,
+                   world: int | None = None) -> list[T]:
+    """This rank's share of ``items`` with the shares' total ``cost`` balanced: the items dealt
+    by decreasing cost in snake order (ranks 0..w-1, then w-1..0, ...; ties by position), so
+    that sizes differ by at most one and each share holds as many of the costliest items; each
+    share keeps the items' own order. Every rank computes the same split from the same items."""
+    r = rank() if rank_ is None else rank_
+    w = world_size() if world is None else world
+    if w == 1:
+        return list(items)
+    shard_bounds(len(items), r, w)  # checks rank and world
+    order = sorted(range(len(items)), key=lambda i: (-cost(items[i]), i))
+    mine = [i for k, i in enumerate(order)
+            if (k % w if (k // w) % 2 == 0 else w - 1 - k % w) == r]
+    return [items[i] for i in sorted(mine)]
 
 
 def partitioned(module: Any) -> bool:

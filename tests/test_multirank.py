@@ -62,6 +62,26 @@ def test_shards_are_disjoint_balanced_and_cover_the_batch(n, world):
     assert dist.shard_bounds(n, world - 1, world)[1] == n
 
 
+@pytest.mark.parametrize("seed", range(20))
+@pytest.mark.parametrize("world", [1, 2, 3])
+def test_cost_balanced_shards_cover_the_batch_and_share_its_cost(seed, world):
+    import random
+
+    rng = random.Random(seed)
+    items = [(k, rng.choice([1, 2, 3, 50, 200])) for k in range(rng.randint(0, 40))]
+    shards = [dist.balanced_shard(items, lambda x: x[1], r, world) for r in range(world)]
+    assert sorted(x for s in shards for x in s) == items  # each item once
+    assert all(s == sorted(s) for s in shards)  # a share keeps the batch's order
+    sizes = [len(s) for s in shards]
+    assert max(sizes) - min(sizes) <= 1
+    costs = [sum(c for _, c in s) for s in shards]
+    assert max(costs) - min(costs) <= max((c for _, c in items), default=0)  # within one item
+    # the case that made it: the costly items first, cut by count, gave one rank all of them
+    front = [9, 8, 7, 6, 1, 1, 1, 1]
+    assert [sum(dist.shard(front, r, 2)) for r in range(2)] == [30, 4]
+    assert [sum(dist.balanced_shard(front, float, r, 2)) for r in range(2)] == [17, 17]
+
+
 @pytest.mark.parametrize("world", [1, 2, 3, 8])
 @pytest.mark.parametrize("chunk", [1, 15, 64])
 def test_balanced_chunks_give_every_rank_its_share(world, chunk):

@@ -157,8 +157,11 @@ def train_loop(
     stop: Callable[[LoopStats], bool] | None = None,
     local: bool = False,
     resume: bool = True,
+    cost: Callable[[Any], float] | None = None,
 ) -> LoopStats:
-    """Run the loop (see the module doc); returns what was done."""
+    """Run the loop (see the module doc); returns what was done. ``cost``: what one item costs
+    to run (its tokens); given, several ranks split each batch by it (``dist.balanced_shard``:
+    equal work, so that no rank waits for the other at the step's all-reduce), else by count."""
     engines = engine if isinstance(engine, dict) else {"": engine}
     micro = _micro_batch(engines)
     for e in engines.values():
@@ -197,7 +200,7 @@ def train_loop(
                 for e in engines.values():
                     e.set_lr(schedule.at(stats.steps, total_steps))
             t_step = time.perf_counter()
-            row, counts = _step(engines, loss_fn, list(items), local, micro)
+            row, counts = _step(engines, loss_fn, list(items), local, micro, cost)
             for k, v in counts.items():
                 stats.counts[k] = stats.counts.get(k, 0) + v
             stats.steps += 1
@@ -273,13 +276,15 @@ def _log(stats: LoopStats, window: list[dict], ledger: Ledger | None, t0: float,
 
 
 def _step(engines: dict[str, Any], loss_fn: Callable[[list[Any]], LossOut],
-          items: list[Any], local: bool = False, micro: int = 0) -> tuple[dict, dict[str, int]]:
+          items: list[Any], local: bool = False, micro: int = 0,
+          cost: Callable[[Any], float] | None = None) -> tuple[dict, dict[str, int]]:
     """One optimizer step of every engine on this rank's share of ``items`` (``local``: the
     items are this rank's already), ``micro`` items per forward/backward (0: all at once); the
     step's statistics (over micro-batches and ranks), with its tokens under ``_tokens``, and
     its counts."""
     world = dist.world_size()
-    mine = items if world == 1 or local else dist.shard(items)
+    mine = (items if world == 1 or local else dist.shard(items) if cost is None
+            else dist.balanced_shard(items, cost))
     parts = micro_batches(mine, micro) if mine else [items[:1]]  # weight 0 without items
     accumulate = len(parts) > 1
     w = 0.0

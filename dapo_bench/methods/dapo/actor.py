@@ -197,6 +197,11 @@ def train_actor(
         return log_ratio_converged([h["abs_log_ratio"] for h in st.history], cfg.stop_tol,
                                    cfg.stop_window)
 
+    def cost(i: int) -> int:  # the tokens of state i's actions, each with its context
+        s = states[i]
+        ctx_len = len(s["prompt_ids"]) + len(s["prefix_ids"])
+        return sum(min(ctx_len + len(a["ids"]), cfg.max_length) for a in s["actions"])
+
     return train_loop(engine, epoch_batches, loss_fn, total_steps=cfg.epochs * len(batches),
                       ledger=ledger, stage=stage, log_every=1,
-                      stop=converged if cfg.stop_tol > 0 else None)
+                      stop=converged if cfg.stop_tol > 0 else None, cost=cost)

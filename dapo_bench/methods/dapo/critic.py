@@ -146,7 +146,7 @@ def train_critic(
         lambda epoch: [[data[i] for i in b]
                        for b in shuffled_batches(len(data), cfg.batch_size, seed + epoch)],
         loss_fn, total_steps=steps_for(cfg.epochs, len(data), cfg.batch_size, whole_batches=False),
-        ledger=ledger, stage=stage,
+        ledger=ledger, stage=stage, cost=lambda row: min(len(row[0]), cfg.max_length),
     )
 
 
