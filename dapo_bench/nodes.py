@@ -135,7 +135,7 @@ def lost_rank_message(exc: BaseException | None, argv: list[str]) -> str | None:
     if _STOPPED[0]:
         what = ("a node was lost, or the launch was stopped: torchrun stopped this rank "
                 "(SIGTERM)")
-    elif dist.world_size() > 1 and (why := _peer_lost(exc)):
+    elif dist.world_size() > 1 and exc is not None and (why := _peer_lost(exc)):
         what = f"a node was lost: a collective lost contact with another rank ({why})"
     else:
         return None

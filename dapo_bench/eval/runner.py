@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -282,7 +283,7 @@ def _task_fingerprint(task: Task, max_new_tokens: int) -> dict:
 
 def evaluate(
     model_or_generator: str | os.PathLike | Generator,
-    tasks: list[str | Task],
+    tasks: Sequence[str | Task],
     *,
     run_dir: str | os.PathLike,
     n: int = 1,

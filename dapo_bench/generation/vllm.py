@@ -275,20 +275,20 @@ class VLLMGenerator(Generator):
             self.last_prompt_tokens += len(out.prompt_token_ids or [])
             comps = []
             for c in sorted(out.outputs, key=lambda c: c.index):
-                ids = list(c.token_ids)
+                gen = list(c.token_ids)
                 lps = None
                 if params.logprobs:
-                    lps = [float(d[t].logprob) for t, d in zip(ids, c.logprobs or [])]
+                    lps = [float(d[t].logprob) for t, d in zip(gen, c.logprobs or [])]
                 comps.append(
                     Completion(
                         text=c.text,
-                        n_tokens=len(ids),
+                        n_tokens=len(gen),
                         finish_reason="length" if c.finish_reason == "length" else "stop",
-                        token_ids=ids,
+                        token_ids=gen,
                         logprobs=lps,
                     )
                 )
-                self.last_generated_tokens += len(ids)
+                self.last_generated_tokens += len(gen)
             results.append(comps)
         return results
 

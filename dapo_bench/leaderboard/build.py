@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 from dapo_bench.io import atomic_write_bytes, atomic_write_json, atomic_write_text
 from dapo_bench.leaderboard import plots as P
@@ -42,7 +43,7 @@ def render(spec_path: str | Path, runs_dir: str | Path | None = None,
     spec = load_spec(spec_path)
     out = Path(out_dir) if out_dir is not None else Path(spec.path).parent
     result = Rendered(spec)
-    runs = []
+    runs: list[Any] = []
     inputs_hash: dict[str, str] = {}
     if spec.inputs is not None:
         rdir = Path(runs_dir) if runs_dir is not None else resolve(spec, spec.inputs.dir)

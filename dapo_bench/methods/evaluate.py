@@ -11,6 +11,7 @@ Not covered: sampled (n > 1) evaluation of training runs.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from dapo_bench import telemetry
@@ -36,9 +37,9 @@ def eval_policy(ctx: RunContext, model_dir: Any, label: str) -> dict:
         return {t: {**r["metrics"]["acc"], "n": r["n_problems"]} for t, r in res["tasks"].items()}
 
     def work() -> dict:
-        return run(ctx.generator(model_dir)) if serve is None else served(run)
+        return run(ctx.generator(model_dir)) if serve is None else served(run, serve)
 
-    def served(run: Any) -> dict:
+    def served(run: Any, serve: str) -> dict:
         from dapo_bench import dist
         from dapo_bench.generation.base import load_generator
         from dapo_bench.generation.launched import LaunchedServer
@@ -63,14 +64,14 @@ def eval_policy(ctx: RunContext, model_dir: Any, label: str) -> dict:
     return info
 
 
-def train_problem_solutions(ctx: RunContext) -> list[tuple[list[int], list[int]]]:
+def train_problem_solutions(ctx: RunContext) -> list[tuple[Sequence[int], Sequence[int]]]:
     """SFT rows (prompt ids, gold solution ids + EOS) of the training split: what the ``sft``
     method and the SFT control train on (the prompt ids every method samples from)."""
     from dapo_bench.methods.data import load_train_problems
     from dapo_bench.training.sft import sft_rows
 
-    probs = [p for p in load_train_problems(ctx) if p.solution]
-    if not probs:
+    pairs = [(p.prompt_ids, p.solution) for p in load_train_problems(ctx) if p.solution]
+    if not pairs:
         raise UserError(f"task {ctx.opts.task}: no gold solutions (its spec names no "
                         f"fields.solution) for SFT or the control (--no-control skips it)")
-    return sft_rows(ctx.tokenizer, [(p.prompt_ids, p.solution) for p in probs])
+    return sft_rows(ctx.tokenizer, pairs)

@@ -32,6 +32,7 @@ import time
 import traceback
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from typing import Any
 
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -215,7 +216,8 @@ def build_app(settings: Settings) -> Starlette:
         if "verifier" in body or named != AUTO:
             named = _verifier(named, "field 'verifier'" if "verifier" in body
                               else "the path's verifier")
-        rows, groups = [], {}
+        rows: list[Any] = []
+        groups: dict[Any, Any] = {}
         for i, (q, p, label) in enumerate(zip(queries, prompts, labels)):
             if not isinstance(q, str) or not (p is None or isinstance(p, str)):
                 raise Refused(400, f"query[{i}] and prompts[{i}] must be strings")

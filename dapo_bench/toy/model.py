@@ -24,7 +24,7 @@ def tiny_llama_config(
 ):
     from transformers import LlamaConfig
 
-    return LlamaConfig(
+    return LlamaConfig(  # type: ignore[call-arg]  # rope_theta goes through its **kwargs
         vocab_size=len(tokenizer),
         hidden_size=d,
         intermediate_size=ffn,

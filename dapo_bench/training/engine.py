@@ -28,7 +28,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import torch
 
@@ -100,7 +100,8 @@ class Engine:
         self.micro_batch = engine.micro_batch  # read by training.loop
         params = [p for p in model.parameters() if p.requires_grad]
         self.optimizer = torch.optim.AdamW(
-            params, lr=cfg.lr, betas=tuple(cfg.betas), weight_decay=cfg.weight_decay
+            params, lr=cfg.lr, betas=cast(tuple[float, float], tuple(cfg.betas)),
+            weight_decay=cfg.weight_decay
         )
         model.train()
 

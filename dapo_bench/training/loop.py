@@ -254,7 +254,8 @@ def _stop_reason(stop: Callable[[LoopStats], bool] | None, stats: LoopStats,
 def _report(stage: str, row: dict, engines: dict[str, Any], tokens: int, seconds: float,
             ledger: Ledger | None) -> None:
     """The step's statistics to the run's recording (``--report-to``)."""
-    lrs = {("lr" if not n else f"{n}_lr"): getattr(e, "lr", None) for n, e in engines.items()}
+    lrs: dict[str, Any] = {("lr" if not n else f"{n}_lr"): getattr(e, "lr", None)
+                           for n, e in engines.items()}
     telemetry.train_step(stage, {**row, **lrs}, tokens=tokens, seconds=seconds,
                          flops=None if ledger is None else ledger.total_flops)
 

@@ -98,7 +98,7 @@ def dirty() -> bool:
 def _status_of(e: BaseException) -> str:
     if _isinstance(e, MemoryError):
         return "memory_limit"
-    if _isinstance(e, OSError) and e.errno == errno.EFBIG:
+    if _isinstance(e, OSError) and getattr(e, "errno", None) == errno.EFBIG:
         return "output_limit"
     return "runtime_error"
 

@@ -23,7 +23,7 @@ def _denied(fn) -> tuple[bool, str]:
         fn()
     except OSError as e:
         return e.errno in (errno.EACCES, errno.EPERM, errno.EROFS), errno.errorcode.get(
-            e.errno, str(e.errno))
+            e.errno or -1, str(e.errno))
     return False, "allowed"
 
 

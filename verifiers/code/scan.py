@@ -120,7 +120,7 @@ def proxy_limits(sources: list[str | None], names: list[str]) -> dict[str, bool]
                             (sub.id in local_fns or (_is_builtin_callable(sub.id) and
                                                     sub.id not in assigned))):
                         found["callable_arg"] = True
-                if isinstance(a, ast.Name) and any(r == a.id and line > n.end_lineno
+                if isinstance(a, ast.Name) and any(r == a.id and line > (n.end_lineno or n.lineno)
                                                    for r, line in reads):
                     found["mutation"] = True
     return found

@@ -70,7 +70,8 @@ class _Reader(Tokens):
 
     def __init__(self, toks: list[str]) -> None:
         super().__init__(toks)
-        self.syms, self.decimal = set(), False
+        self.syms: set[str] = set()
+        self.decimal = False
 
     def expr(self):
         node = self.term()

@@ -122,7 +122,7 @@ def is_label(s: str) -> bool:
     if len(parts) > 1:
         return all(is_label(p) for p in parts)
     m = _FRAC_LABEL.match(s)
-    return bool(m) and is_label(m.group(1)) and is_label(m.group(2))
+    return m is not None and is_label(m.group(1)) and is_label(m.group(2))
 
 
 _COMMANDS = re.compile(r"\\[a-zA-Z]+")

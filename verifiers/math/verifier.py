@@ -216,7 +216,7 @@ class MathVerifier(Kind):
                             "(known: timeout, workers, mode, fallback_last_number, "
                             "fast_in_workers)")
         self.fast_in_workers = bool(fast_in_workers)
-        self._spread = None  # the threads driving the workers' fast path (fast_in_workers)
+        self._spread: ThreadPoolExecutor | None = None  # the threads driving the workers' fast path (fast_in_workers)
         _check_args(mode, timeout)
         if workers is not None and workers < 1:
             raise UserError(f"math verifier: workers must be >= 1, got {workers}")
