@@ -11,6 +11,7 @@ Not covered: sampled (n > 1) evaluation of training runs.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -46,7 +47,11 @@ def eval_policy(ctx: RunContext, model_dir: Any, label: str) -> dict:
 
         path = getattr(model_dir, "path", None) or str(model_dir)
         log = out_dir / f"server.rank{dist.rank()}.log"
+        ctx.log(f"eval {label}: starting its server (--eval-serve; output in {log})")
+        t0 = time.perf_counter()
         with LaunchedServer(serve, path, log, rank=dist.rank()) as server:
+            ctx.log(f"eval {label}: the server answers at {server.base_url} after "
+                    f"{time.perf_counter() - t0:.0f}s")
             gen = load_generator("openai", path, base_url=server.base_url, api="completions",
                                  tokenizer=path)
             try:
