@@ -2,16 +2,23 @@
 an :class:`AppState` whose engine drives the real verifiers (one math and one code worker),
 with no HTTP, no uvicorn and no mocks. /verify and /get_reward give the verifiers' verdicts;
 refusals are raised as :class:`Refused` and :func:`answer` turns them into the JSON the server
-sends. The same server over HTTP: tests/test_serve.py.
+sends; /health's pids and ``worker_restarts_total`` come from the verifiers' own pools: a math
+worker SIGKILLed by its pid (from the pool's list, a child of this process) is counted once,
+dropped from the list and replaced. The same server over HTTP: tests/test_serve.py.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
+import signal
+import time
 
 import pytest
+from dapo_bench.verifiers.code import CodeVerifier
 from dapo_bench.verifiers.math import verify as math_verify
+from dapo_bench.verifiers.math.worker import WorkerPool
 
 from dapo_bench.errors import UserError
 from dapo_bench.serve.app import (
@@ -48,6 +55,25 @@ def refused(coro) -> Refused:
     with pytest.raises(Refused) as e:
         run(coro)
     return e.value
+
+
+def restarts(state: AppState, verifier: str) -> float:
+    """``worker_restarts_total{verifier=...}`` as ``GET /metrics`` renders it."""
+    want = f'dapo_serve_worker_restarts_total{{verifier="{verifier}"}} '
+    text = metrics_page(state).body.decode()
+    return sum(float(ln.split()[-1]) for ln in text.splitlines() if ln.startswith(want))
+
+
+def wait(cond, what: str, limit: float = 30.0) -> None:
+    deadline = time.monotonic() + limit
+    while not cond():
+        assert time.monotonic() < deadline, f"gave up waiting for {what}"
+        time.sleep(0.02)
+
+
+def parent_of(pid: int) -> int:
+    with open(f"/proc/{pid}/stat") as f:
+        return int(f.read().rsplit(")", 1)[1].split()[1])
 
 
 def test_verify_gives_the_verifiers_verdicts(state):
@@ -145,9 +171,71 @@ def test_a_full_queue_is_refused_while_a_batch_runs(state):
     assert done["results"][0]["passed"] and state.engine.admitted == 0
 
 
-def test_health_says_the_workers_and_refuses_while_starting(state):
+def test_health_reports_the_pools_own_workers(state):
     got = health(state)
     assert got["status"] == "ok" and got["verifiers"] == {"code": "ok", "math": "ok"}
-    assert got["queue_items"] == 0 and sorted(got["workers"]) == ["code", "math"]
+    pools = {name: list(r.health().pids) for name, r in state.engine.runners.items()}
+    assert got["workers"] == pools and all(len(p) == 1 for p in pools.values())
+    assert all(parent_of(p) == os.getpid() for p in pools["math"] + pools["code"])
+    idle = AppState()
     with pytest.raises(Refused, match="starting or stopping"):
-        health(AppState())
+        health(idle)
+
+
+def test_a_killed_math_worker_is_counted_once_and_replaced(state):
+    math = state.engine.runners["math"].verifier
+    (pid,) = math.worker_health().pids  # the pool's own list
+    assert parent_of(pid) == os.getpid()  # a worker this process started
+    before, lost = restarts(state, "math"), math.worker_health().lost
+    os.kill(pid, signal.SIGKILL)
+    wait(lambda: pid not in health(state)["workers"]["math"], "the pool to see it dead")
+    assert math.worker_health().lost == lost + 1
+    assert restarts(state, "math") == before + 1
+    assert restarts(state, "math") == before + 1  # counted once, however often it is read
+    body = run(verify(state, {"verifier": "math", "items": [
+        {"prediction": SYMPY[0], "gold": SYMPY[1]}]}))
+    assert body["results"][0]["passed"]  # a fresh worker did the sympy check
+    (new,) = health(state)["workers"]["math"]
+    assert new != pid and restarts(state, "math") == before + 1
+
+
+def test_a_dead_math_worker_fails_the_call_that_takes_it_and_is_counted():
+    """The pool alone: a worker killed while idle fails the call that takes it (WorkerDied:
+    the verdict is verifier_error, rerun by the server) and is counted lost; the next call
+    starts another; closing the pool loses nothing."""
+    from dapo_bench.verifiers.math.worker import WorkerDied
+
+    pool = WorkerPool(1)
+    try:
+        pool.warm()
+        (pid,) = pool.pids()
+        assert pool.health().started == 1 and parent_of(pid) == os.getpid()
+        os.kill(pid, signal.SIGKILL)
+        with pytest.raises(WorkerDied):
+            pool.run("ping", (), 30.0)
+        h = pool.health()
+        assert (h.pids, h.started, h.lost) == ((), 1, 1)
+        assert pool.run("ping", (), 30.0) == "pong"
+        h = pool.health()
+        assert len(h.pids) == 1 and h.pids[0] != pid and (h.started, h.lost) == (2, 1)
+    finally:
+        pool.close()
+    assert pool.health().pids == () and pool.health().lost == 1  # closing loses nothing
+
+
+def test_a_killed_code_worker_is_counted_by_its_pool():
+    cv = CodeVerifier(workers=1)
+    try:
+        assert cv.worker_health().pids == ()  # no pool before the first use
+        assert cv.verify("print(int(input()) * 2)", STDIO).passed
+        (pid,) = cv.worker_health().pids
+        assert parent_of(pid) == os.getpid()
+        os.kill(pid, signal.SIGKILL)
+        wait(lambda: pid not in cv.worker_health().pids, "the pool to see it dead")
+        assert cv.worker_health().lost == 1
+        assert cv.verify("print(int(input()) * 2)", STDIO).passed
+        h = cv.worker_health()
+        assert len(h.pids) == 1 and h.pids[0] != pid and (h.started, h.lost) == (2, 1)
+    finally:
+        cv.close()
+    assert cv.worker_health().pids == ()

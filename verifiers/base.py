@@ -25,7 +25,8 @@ and, class-level, the rules of its kind that every caller asks instead of compar
     impossible_gold(gold, rng)         a gold no honest answer meets (canaries)
     stating(gold) -> str | None        a completion that states *gold* (None: none can)
     zoo() -> (names, completions, gold)  the exploit zoo an eval runs first
-    serve_lanes, serve_options, worker_module, probe()   how `dapo-bench serve` runs it
+    serve_lanes, serve_options, probe()   how `dapo-bench serve` runs it
+    worker_health() -> WorkerHealth       its worker processes now: live pids, how many lost
 
 ``finished``: one flag per prediction, False for a response cut off at the token cap (None:
 all finished); each verifier decides what that means (math: only a marked answer counts;
@@ -85,6 +86,23 @@ class Verdict:
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+
+@dataclass(frozen=True)
+class WorkerHealth:
+    """A verifier's worker processes as its own pool sees them: ``pids`` of the live ones,
+    ``started`` (processes started since the pool was made) and ``lost`` (those that ended
+    while the pool was open: died, were killed at a deadline, failed to start; each is
+    replaced on next use). A verifier with no workers has none. ``a + b`` sums two (the
+    server's lanes of one verifier)."""
+
+    pids: tuple[int, ...] = ()
+    started: int = 0
+    lost: int = 0
+
+    def __add__(self, other: WorkerHealth) -> WorkerHealth:
+        return WorkerHealth(self.pids + other.pids, self.started + other.started,
+                            self.lost + other.lost)
 
 
 def short(value: Any, limit: int = 40) -> str:
@@ -159,7 +177,6 @@ class Kind:
     votes: ClassVar[bool] = False
     serve_lanes: ClassVar[bool] = False  # True: one instance of one worker per item at a time
     serve_options: ClassVar[dict] = {}  # constructor options the server adds
-    worker_module: ClassVar[str | None] = None  # in its worker processes' command line
 
     @classmethod
     def input_from(cls, completion: Any, gold: Any = None, prefix: str | None = None,
@@ -194,6 +211,10 @@ class Kind:
     def probe(self) -> str | None:
         """Start the workers now; why this verifier cannot grade, or None."""
         return None
+
+    def worker_health(self) -> WorkerHealth:
+        """Its worker processes, from its own pool (none here)."""
+        return WorkerHealth()
 
 
 class Verifier(Protocol):

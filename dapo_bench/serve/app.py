@@ -24,7 +24,8 @@ the engine, the 400 messages already said): ``verify(state, body)``, ``get_rewar
 verifier)``, ``health(state)``, ``metrics_page(state)``, each callable and testable alone
 (tests/test_serve_handlers.py); :func:`answer` turns a handler's dict or refusal into the
 response and counts it; :func:`lifespan` starts and stops the engine; :func:`build_app` only
-wires routes to them.
+wires routes to them. ``/health``'s worker pids and ``worker_restarts_total`` come from the
+verifiers' own pools (``Engine.worker_health``).
 
 Not here: worker management (``engine``), the command line (``commands/serve.py``).
 """
@@ -284,7 +285,7 @@ async def get_reward(state: AppState, body: dict, verifier: str | None = None) -
 
 
 def health(state: AppState) -> dict:
-    """``GET /health``: the workers' pids, the admitted items,
+    """``GET /health``: the workers' pids (from the verifiers' pools), the admitted items,
     whether each verifier can grade; 503 while starting or stopping."""
     engine = _engine(state)
     return {"status": "ok", "workers": engine.worker_pids(), "queue_items": engine.admitted,
@@ -292,7 +293,9 @@ def health(state: AppState) -> dict:
 
 
 def metrics_page(state: AppState) -> Response:
-    """``GET /metrics``: Prometheus text."""
+    """``GET /metrics``: Prometheus text, the worker restarts brought up to date first."""
+    if state.engine is not None:
+        state.engine.worker_health()
     return Response(state.metrics.render(), media_type=state.metrics.content_type)
 
 

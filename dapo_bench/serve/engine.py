@@ -1,6 +1,5 @@
 """The server's verifying side: every registered verifier run the way its class says, a
-bounded admission count, reruns of infrastructure errors, and a watch on the verifier worker
-processes.
+bounded admission count, reruns of infrastructure errors, and the verifier workers' health.
 
 ``workers`` (``dapo-bench serve --workers N``) is the number of verifier worker processes of
 each verifier, not of HTTP processes: the server is one uvicorn process (the event loop parses
@@ -20,20 +19,25 @@ passes. Items are admitted by count: a request that would take the admitted item
 ``queue_size`` is refused (the caller answers 429), unless nothing is admitted (so one large
 batch is never starved).
 
+Worker health comes from the verifiers' own pools (``Kind.worker_health``: the math
+``WorkerPool``, the code sandbox ``Pool``), never from the process table: :meth:`Engine.
+worker_health` sums each verifier's (over its lanes), and adds the workers lost since it last
+looked to ``worker_restarts_total``; ``/health`` and ``/metrics`` call it, so both say what
+the pools know at that moment.
+
 Not here: HTTP, validation, the row format (``app``, ``rows``).
 """
 
 from __future__ import annotations
 
 import asyncio
-import os
 import queue
 import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
 from dapo_bench.serve.metrics import Metrics
-from dapo_bench.verifiers.base import VERIFIERS, Verdict
+from dapo_bench.verifiers.base import VERIFIERS, Verdict, WorkerHealth
 
 
 def serialize_ast_parse() -> None:
@@ -79,6 +83,9 @@ class _Shared:
     def probe(self) -> str | None:
         return self.exec.submit(self.verifier.probe).result()
 
+    def health(self) -> WorkerHealth:
+        return self.verifier.worker_health()
+
     async def run(self, preds: list, golds: list, finished: list[bool]) -> list[Verdict]:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self.exec, self._batch, preds, golds, finished)
@@ -116,6 +123,9 @@ class _Lanes:
             self.free.put(lane)
         return next((p for p in problems if p), None)
 
+    def health(self) -> WorkerHealth:
+        return sum((lane.worker_health() for lane in self.all), WorkerHealth())
+
     async def run(self, preds: list, golds: list, finished: list[bool]) -> list[Verdict]:
         loop = asyncio.get_running_loop()
         return list(await asyncio.gather(*(
@@ -147,29 +157,32 @@ class Engine:
         opts = {} if timeout is None else {"timeout": timeout}
         self.runners = {e.name: (_Lanes if e.obj.serve_lanes else _Shared)(
             e.name, e.obj, workers, opts, metrics) for e in VERIFIERS}
-        self.worker_cmds = {e.obj.worker_module: e.name for e in VERIFIERS
-                            if e.obj.worker_module}
         self.admitted = 0
         self.problems: dict[str, str] = {}  # verifier -> why it cannot grade (none: it can)
-        self._pids: dict[int, str] = {}
-        self._pids_lock = threading.Lock()
-        self._stop = threading.Event()
-        self._watch = threading.Thread(target=self._watch_workers, daemon=True)
+        self._lost: dict[str, int] = {}  # verifier -> workers lost, as worker_health last saw
+        self._health_lock = threading.Lock()
 
     def start(self) -> None:
         """Start every worker now (sympy imported, sandbox probed), verifiers in parallel."""
         with ThreadPoolExecutor(len(self.runners)) as ex:
             found = dict(zip(self.runners, ex.map(lambda r: r.probe(), self.runners.values())))
         self.problems = {name: why for name, why in found.items() if why}
-        self._scan()
-        self._watch.start()
+
+    def worker_health(self) -> dict[str, WorkerHealth]:
+        """Each verifier's workers as its pools report them now; the workers lost since the
+        last call are added to ``worker_restarts_total{verifier}``."""
+        with self._health_lock:
+            out = {name: runner.health() for name, runner in self.runners.items()}
+            for name, h in out.items():
+                new = h.lost - self._lost.get(name, 0)
+                if new > 0:
+                    self.metrics.restarts.labels(name).inc(new)
+                self._lost[name] = h.lost
+            return out
 
     def worker_pids(self) -> dict[str, list[int]]:
-        with self._pids_lock:
-            out: dict[str, list[int]] = {name: [] for name in self.runners}
-            for pid, kind in sorted(self._pids.items()):
-                out[kind].append(pid)
-            return out
+        """Verifier -> the pids of its live workers (sorted)."""
+        return {name: sorted(h.pids) for name, h in self.worker_health().items()}
 
     # admission: called on the event loop's thread only
     def admit(self, n: int) -> bool:
@@ -192,35 +205,6 @@ class Engine:
             self.metrics.verdicts.labels(verifier, v.reason).inc()
         return out
 
-    def _scan(self) -> None:
-        """Note this process's verifier workers; count those that ended since the last scan."""
-        me, now = str(os.getpid()), {}
-        for pid in filter(str.isdigit, os.listdir("/proc")):
-            try:
-                with open(f"/proc/{pid}/stat", "rb") as f:
-                    stat = f.read()
-                if stat[stat.rindex(b")") + 2:].split()[1].decode() != me:
-                    continue
-                with open(f"/proc/{pid}/cmdline", "rb") as f:
-                    cmd = f.read().decode(errors="replace")
-            except (OSError, ValueError, IndexError):
-                continue
-            kind = next((k for m, k in self.worker_cmds.items() if m in cmd), None)
-            if kind:
-                now[int(pid)] = kind
-        with self._pids_lock:
-            for pid, kind in self._pids.items():
-                if pid not in now:
-                    self.metrics.restarts.labels(kind).inc()
-            self._pids = now
-
-    def _watch_workers(self) -> None:
-        while not self._stop.wait(0.25):
-            self._scan()
-
     def close(self) -> None:
-        self._stop.set()
-        if self._watch.is_alive():
-            self._watch.join()
         for runner in self.runners.values():
             runner.close()

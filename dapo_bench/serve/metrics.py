@@ -6,7 +6,8 @@ Names (all prefixed ``dapo_serve_``): ``requests_total{endpoint,code}``,
 ``in_flight_requests``, ``rejected_total{why}`` (queue_full, too_large, bad_request,
 infrastructure, internal), ``items_rerun_total{verifier}`` (items whose verdict was an
 infrastructure error and were run again), ``worker_restarts_total{verifier}`` (verifier worker processes that ended while
-the server ran; each verifier replaces its worker on next use).
+the server ran, as the verifiers' own pools count them, brought up to date when ``/metrics`` or
+``/health`` is read; each verifier replaces its worker on next use).
 """
 
 from __future__ import annotations

@@ -26,6 +26,7 @@ from dapo_bench.verifiers.base import (
     VERIFIERS,
     Kind,
     Verdict,
+    WorkerHealth,
     answer_text,
     completion_text,
     structured,
@@ -191,7 +192,7 @@ class CodeVerifier(Kind):
     # its kind (verifiers.base, verifiers.code.kind): a completion's program; a gold is tests
     # (structured data); serving: one lane of one sandbox worker per program at a time, so a
     # program that sleeps to its limit holds a lane, not a batch
-    column, serve_lanes, worker_module = "tests", True, "dapo_bench.verifiers.code.worker"
+    column, serve_lanes = "tests", True
 
     @classmethod
     def input_from(cls, completion: Any, gold: Any = None, prefix: str | None = None,
@@ -255,6 +256,11 @@ class CodeVerifier(Kind):
         not used: a program is judged by running it, whatever prose the cap cut off after it."""
         specs = _check_inputs(programs, tests_list)
         return self._get().run(list(programs), specs, self.limits, progress)
+
+    def worker_health(self) -> WorkerHealth:
+        """Its sandbox workers, from its pool (``Pool.health``; none before its first use)."""
+        runner = self._runner
+        return runner.pool.health() if runner is not None else WorkerHealth()
 
     def close(self) -> None:
         if self._runner is not None:

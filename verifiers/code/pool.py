@@ -7,7 +7,9 @@ with that seed would), its own random unprivileged uid, and its own private temp
 idle workers (one thread per worker) and returns the raw results in order; a worker that dies
 is restarted and its job is a ``sandbox_error``. Calls from several threads at once share the
 workers: each worker serves one call at a time (a free list), never two jobs at once.
-`Pool.layers()` runs the probe once and caches ``layer -> (active, detail)``.
+`Pool.layers()` runs the probe once and caches ``layer -> (active, detail)``. `Pool.health()`:
+the live workers' pids and how many workers were started and lost (died, killed at a deadline,
+gone on their own, failed to start), each counted once, as ``dapo-bench serve`` reports them.
 
 Not here: test parsing and grading (``formats``, ``compare``, ``api``).
 """
@@ -26,6 +28,7 @@ import threading
 import time
 from pathlib import Path
 
+from dapo_bench.verifiers.base import WorkerHealth
 from dapo_bench.verifiers.code import probe, wire
 
 import dapo_bench
@@ -67,7 +70,13 @@ class _Worker:
         self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.DEVNULL, env=_ENV, cwd="/",
                                      close_fds=True)
-        self.hello = self._recv(time.monotonic() + _HELLO_TIMEOUT)[0]
+        self.lost = False  # counted in its pool's ``lost``
+        try:
+            self.hello = self._recv(time.monotonic() + _HELLO_TIMEOUT)[0]
+        except WorkerDied:  # never leave a worker that did not start behind
+            self.proc.kill()
+            self.close()
+            raise
 
     def _recv(self, deadline: float) -> tuple[dict, list[bytes]]:
         fd = self.proc.stdout.fileno()
@@ -126,6 +135,9 @@ class Pool:
         self._workers: list[_Worker | None] = [None] * self.size
         self._free: queue.Queue[int] = queue.Queue()  # workers no call is using
         self._layers: dict | None = None
+        self.started = self.lost = 0  # worker processes started; ended while the pool is open
+        self._closing = False
+        self._count_lock = threading.Lock()
         try:
             for i in range(self.size):
                 self._workers[i] = self._spawn(i)
@@ -142,23 +154,56 @@ class Pool:
     def _spawn(self, i: int) -> _Worker:
         tmp = os.path.join(self._base, f"w{i}")
         os.makedirs(tmp, mode=0o711, exist_ok=True)
-        return _Worker(self._uids[i], self._uids[self.size + i], tmp, self._landlock)
+        with self._count_lock:
+            self.started += 1
+        try:
+            return _Worker(self._uids[i], self._uids[self.size + i], tmp, self._landlock)
+        except WorkerDied:
+            self._lose(None)
+            raise
+
+    def _lose(self, w: _Worker | None) -> None:
+        """Count a worker that ended while the pool is open, once (None: one that did not
+        start)."""
+        with self._count_lock:
+            if self._closing or (w is not None and w.lost):
+                return
+            if w is not None:
+                w.lost = True
+            self.lost += 1
+
+    def health(self) -> WorkerHealth:
+        """The live workers' pids, and how many workers were started and lost (one found dead
+        here is counted now and replaced by the next call that takes its slot)."""
+        pids = []
+        for w in list(self._workers):
+            if w is None:
+                continue
+            if w.proc.poll() is None:
+                pids.append(w.proc.pid)
+            else:
+                self._lose(w)
+        with self._count_lock:
+            return WorkerHealth(tuple(sorted(pids)), self.started, self.lost)
 
     def _call(self, i: int, job: dict) -> tuple[dict, list[bytes]]:
         w = self._workers[i]
         try:
             if w is not None and w.proc.poll() is not None:  # it exited between jobs
+                self._lose(w)
                 w.close()
                 w = self._workers[i] = None
             if w is None:
                 w = self._workers[i] = self._spawn(i)
             head, blobs = w.call(job, job_timeout(job))
             if head.get("bye"):  # the worker is going away (its zygote died): start afresh
+                self._lose(w)
                 w.close()
                 self._workers[i] = None
             return head, blobs
         except WorkerDied as e:
             if w is not None:
+                self._lose(w)
                 w.proc.kill()
                 w.close()
             self._workers[i] = None
@@ -218,6 +263,8 @@ class Pool:
         return probe.isolated(self.layers())
 
     def close(self) -> None:
+        with self._count_lock:
+            self._closing = True
         for i, w in enumerate(self._workers):
             if w is not None:
                 w.close()

@@ -38,9 +38,9 @@ import os
 import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, ClassVar
 
-from dapo_bench.verifiers.base import VERIFIERS, Kind, Verdict, structured
+from dapo_bench.verifiers.base import VERIFIERS, Kind, Verdict, WorkerHealth, structured
 from dapo_bench.verifiers.math.item import Pending, fast, fast_many, gold_forms, slow, verdict
 from dapo_bench.verifiers.math.probes import ATTACKS, GOLD, decoy_gold
 from dapo_bench.verifiers.math.votes import normalize_answer
@@ -180,7 +180,7 @@ class MathVerifier(Kind):
     # its kind (verifiers.base): a completion is its text (Kind's); a gold a string, number or
     # list of them; maj@k votes on the extracted answer; the server runs the fast path in workers
     column, prediction_types, votes = "answer", (str, int, float), True
-    serve_options, worker_module = {"fast_in_workers": True}, "dapo_bench.verifiers.math.serve"
+    serve_options: ClassVar[dict] = {"fast_in_workers": True}
 
     @classmethod
     def check_gold(cls, gold: Any, where: str = "gold answer") -> None:
@@ -243,6 +243,10 @@ class MathVerifier(Kind):
         self._pool.warm()
 
     probe = warm  # the server's start: every worker up (no reason it could not grade)
+
+    def worker_health(self) -> WorkerHealth:
+        """Its sympy workers, from its pool (``WorkerPool.health``)."""
+        return self._pool.health()
 
     def close(self) -> None:
         self._pool.close()

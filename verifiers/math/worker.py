@@ -14,6 +14,11 @@ worker (import of sympy, about 1 s) is bounded separately by ``STARTUP_TIMEOUT``
 charged to the call that happens to trigger it, so a cold start never turns into a spurious
 "timeout" verdict.
 
+Health: the pool counts the workers it started and those it lost (died, killed at a deadline,
+failed to start); :meth:`WorkerPool.health` reports them with the live workers' pids (an idle
+worker found dead there is forgotten and counted), which is what ``dapo-bench serve``'s
+``/health`` and ``worker_restarts_total`` read.
+
 Cleanup: :meth:`WorkerPool.close` kills every worker; an ``atexit`` hook closes every pool
 still open; a worker exits when its socket closes, and a watchdog thread in it exits the
 process within about 0.5 s of its parent dying (even while a sympy call runs).
@@ -29,6 +34,8 @@ import threading
 import time
 import weakref
 from multiprocessing.connection import Connection, Pipe
+
+from dapo_bench.verifiers.base import WorkerHealth
 
 STARTUP_TIMEOUT = 120.0
 _POOLS: weakref.WeakSet = weakref.WeakSet()
@@ -89,7 +96,9 @@ class WorkerPool:
     def __init__(self, size: int = 1) -> None:
         self.size = max(1, int(size))
         self._idle: list[_Worker] = []
-        self._count = 0
+        self._live: set[_Worker] = set()  # idle or busy, until killed or found dead
+        self._count = 0  # slots taken: live workers and those being started
+        self.started = self.lost = 0  # worker processes started; ended while the pool is open
         self._cond = threading.Condition()
         self._closed = False
         _POOLS.add(self)
@@ -102,13 +111,16 @@ class WorkerPool:
         with self._cond:
             new = []
             while self._count < self.size and not self._closed:
-                new.append(_Worker(warm=True))
+                w = _Worker(warm=True)
+                new.append(w)
                 self._count += 1
+                self._live.add(w)
+                self.started += 1
         for w in new:
             try:
                 w.wait_ready()
             except WorkerError:
-                self._release(None)
+                self._drop(w)
                 raise
             self._release(w)
 
@@ -126,19 +138,23 @@ class WorkerPool:
                 if left <= 0 or not self._cond.wait(left):
                     raise Timeout("no free worker before the deadline")
         try:
-            return _Worker()
+            w = _Worker()
         except BaseException:
             with self._cond:
                 self._count -= 1
                 self._cond.notify()
             raise
-
-    def _release(self, w: _Worker | None) -> None:
         with self._cond:
-            if w is None or self._closed:
+            self._live.add(w)
+            self.started += 1
+        return w
+
+    def _release(self, w: _Worker) -> None:
+        with self._cond:
+            if self._closed:
                 self._count -= 1
-                if w is not None:
-                    w.kill()
+                self._live.discard(w)
+                w.kill()
             else:
                 self._idle.append(w)
             self._cond.notify()
@@ -146,7 +162,8 @@ class WorkerPool:
     def run(self, op: str, args: tuple, timeout: float):
         """Run ``op(*args)`` in a worker; at most *timeout* seconds (plus a cold start)."""
         deadline = time.monotonic() + timeout
-        w = self._acquire(deadline)
+        w: _Worker | None = self._acquire(deadline)
+        assert w is not None
         try:
             if not w.ready:
                 t0 = time.monotonic()
@@ -155,15 +172,20 @@ class WorkerPool:
             w.conn.send((op, args))
             if not w.conn.poll(max(0.0, deadline - time.monotonic())):
                 w.kill()
-                w = self._drop(w)
+                self._drop(w)
+                w = None
                 raise Timeout(f"{op} exceeded {timeout:g}s")
             status, value = w.conn.recv()
         except (EOFError, OSError, BrokenPipeError) as e:
-            w.kill()
-            w = self._drop(w)
+            if w is not None:
+                w.kill()
+                self._drop(w)
+                w = None
             raise WorkerDied(f"math worker died: {e!r}") from None
-        except WorkerError:
-            w = self._drop(w)
+        except WorkerError:  # it did not start (killed already)
+            if w is not None:
+                self._drop(w)
+                w = None
             raise
         finally:
             if w is not None:
@@ -173,8 +195,14 @@ class WorkerPool:
         return value
 
     def _drop(self, w: _Worker) -> None:
-        """Forget a killed worker (frees its slot); returns None for `w = self._drop(w)`."""
-        self._release(None)
+        """Forget a killed or dead worker: free its slot and count it lost (while the pool is
+        open)."""
+        with self._cond:
+            self._count -= 1
+            self._live.discard(w)
+            if not self._closed:
+                self.lost += 1
+            self._cond.notify()
 
     def close(self) -> None:
         """Kill every worker of this pool; later calls raise WorkerError."""
@@ -182,13 +210,31 @@ class WorkerPool:
             self._closed = True
             idle, self._idle = self._idle, []
             self._count -= len(idle)
+            self._live.difference_update(idle)
             self._cond.notify_all()
         for w in idle:
             w.kill()
 
-    def pids(self) -> list[int]:
+    def health(self) -> WorkerHealth:
+        """The live workers' pids (idle or busy), and how many workers were started and lost.
+        An idle worker that died (killed from outside) is forgotten and counted here; a busy
+        one by the call it fails."""
         with self._cond:
-            return [w.proc.pid for w in self._idle]
+            dead = [w for w in self._idle if w.proc.poll() is not None]
+            for w in dead:
+                self._idle.remove(w)
+                self._live.discard(w)
+                self._count -= 1
+                self.lost += 1
+                w.conn.close()
+            if dead:
+                self._cond.notify_all()
+            pids = tuple(sorted(w.proc.pid for w in self._live))
+            return WorkerHealth(pids, self.started, self.lost)
+
+    def pids(self) -> list[int]:
+        """The pids of the live workers, idle or busy."""
+        return list(self.health().pids)
 
 
 @atexit.register
