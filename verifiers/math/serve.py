@@ -14,8 +14,9 @@ import threading
 import time
 from multiprocessing.connection import Connection
 
-# Pairs a worker started by WorkerPool.warm() checks before it reports ready: the LaTeX parser
-# builds its lookahead tables lazily, so the first parses of each kind are 10-20x slower.
+# Pairs a worker started by WorkerPool.warm() checks before it reports ready: the ANTLR LaTeX
+# parser builds its lookahead tables lazily, so the first parses of each kind are 10-20x slower
+# (values outside verifiers/math/latex.py's shapes still reach it).
 WARM_UP = (
     (r"\frac{\sqrt{3}}{2}", r"\sqrt{3}/2"), ("x^2+2x+1", "(x+1)^{2}"), ("y=2x+1", "2x+1-y=0"),
     (r"\sin(x)+\ln|x|+C", r"\ln \left|x\right|+\sin x+C"), ("2i+1", r"1+\sqrt{-1}"),
@@ -36,13 +37,18 @@ def serve(fd: int, warm: bool = False) -> None:
     """The worker's loop: answer (op, args) messages on fd until the socket closes."""
     threading.Thread(target=_watch_parent, args=(os.getppid(),), daemon=True).start()
     conn = Connection(fd)
-    from dapo_bench.verifiers.math import symbolic  # warm import (sympy, latex2sympy)
+    from dapo_bench.verifiers.math import symbolic  # warm import (sympy; latex2sympy on need)
     from dapo_bench.verifiers.math.item import fast_many
 
     ops = {"compare": symbolic.full_compare, "fast": fast_many, "ping": lambda: "pong"}
     for g, p in WARM_UP if warm else ():  # the parser's tables, before the first real call
         symbolic.full_compare(g, p)
         symbolic.equal(symbolic.to_sympy(g), symbolic.to_sympy(p))  # also those exact.py decides
+        for text in (g, p):  # the ANTLR parser too, which latex.py's shapes never reach
+            try:
+                symbolic.antlr_parser()(text)
+            except Exception:  # noqa: BLE001, S110  (warming only)
+                pass
     conn.send("ready")
     while True:
         try:

@@ -1,7 +1,7 @@
 """Symbolic equivalence of two single values with sympy (runs inside the bounded worker).
 
 LaTeX is parsed by ``latex2sympy2_extended`` (symbols keep their case; ``i`` is the imaginary
-unit and ``e`` Euler's number). Rules, after the fast path of ``check.py`` has had its say:
+unit and ``e`` Euler's number), its common shapes by :mod:`latex` to the same expressions. Rules, after the fast path of ``check.py`` has had its say:
 
 - numbers without symbols: equal when they agree to 1e-30 *relative* (50-digit evaluation),
   so ``2\\sqrt{2}`` = ``\\sqrt{8}``; no tolerance is ever absolute: ``\\frac{1}{2004!}`` !=
@@ -41,6 +41,7 @@ from fractions import Fraction
 from functools import lru_cache
 
 import sympy
+from dapo_bench.verifiers.math import latex
 from dapo_bench.verifiers.math.check import Undecided, fast_leaf_eq, prepare
 from dapo_bench.verifiers.math.match import Trace, compare
 from dapo_bench.verifiers.math.normalize import (
@@ -50,10 +51,7 @@ from dapo_bench.verifiers.math.normalize import (
     parse_number,
     terminates,
 )
-from latex2sympy2_extended import latex2sympy
-from latex2sympy2_extended.latex2sympy2 import ConversionConfig
 
-_CONFIG = ConversionConfig(lowercase_symbols=False)
 _POINTS = ("0.5772156649015329", "1.3247179572447460", "-0.7071067811865475",
            "2.2360679774997897", "-1.6180339887498949", "0.3183098861837907", "-2.6457513110645906")
 _EXACT_TOL = sympy.Float("1e-30", 50)
@@ -73,11 +71,14 @@ class State:
 
 @lru_cache(maxsize=4096)
 def to_sympy(text: str):
-    """Parse one squeezed LaTeX value; None when latex2sympy cannot read it."""
-    try:
-        expr = latex2sympy(text, normalization_config=None, conversion_config=_CONFIG)
-    except Exception:  # noqa: BLE001  (the parser raises many kinds: all mean 'unreadable')
-        return None
+    """Parse one squeezed LaTeX value; None when latex2sympy cannot read it. The common shapes
+    are read by :mod:`latex` (the same expression, without the ANTLR parser's start-up)."""
+    expr = latex.read(text)
+    if expr is None:
+        try:
+            expr = antlr_parser()(text)
+        except Exception:  # noqa: BLE001  (the parser raises many kinds: all mean 'unreadable')
+            return None
     if not isinstance(expr, (sympy.Basic, sympy.MatrixBase)):
         return None
     for pw in expr.atoms(sympy.Pow):
@@ -90,6 +91,17 @@ def to_sympy(text: str):
     if expr.has(i) or expr.has(e):
         expr = expr.xreplace({i: sympy.I, e: sympy.E})
     return expr
+
+
+@lru_cache(maxsize=1)
+def antlr_parser():
+    """latex2sympy2 (imported on first need: a worker whose values :mod:`latex` reads never
+    loads the ANTLR runtime), with symbols keeping their case and no normalisation."""
+    from latex2sympy2_extended import latex2sympy
+    from latex2sympy2_extended.latex2sympy2 import ConversionConfig
+
+    config = ConversionConfig(lowercase_symbols=False)
+    return lambda text: latex2sympy(text, normalization_config=None, conversion_config=config)
 
 
 def leaf_eq(g: str, p: str, state: State, trace: Trace | None = None) -> bool:
