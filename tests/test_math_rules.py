@@ -56,6 +56,10 @@ RULES = [
     ("2", r"\pm2", F), (r"\pm2", "2", F), (r"\pm2", "2, -2", T), ("1, 2, 3", "1, 3", F),
     ("x=3", "0=0", F), ("x=0", "x-x=0", F), ("2x+z=1", "1", F), ("7=11a+c", "11a+c", F),
     ("4", "x^2=4", F), ("120", r"5\times 6\times 4=120", T), ("101", "a+2z=2z+a=101", T),
+    # a finite sum of numbers is added up term by term (60 and 90 digits must agree)
+    ("55", r"\sum_{k=1}^{10}k", T), ("56", r"\sum_{k=1}^{10}k", F),
+    ("2^{10}", r"\sum_{k=0}^{10}\binom{10}{k}", T), ("0", r"\sum_{k=0}^{100}(-1)^k\binom{100}{k}", T),
+    ("2^{2000}", r"\sum_{k=2}^{2000}(2^{k-1}-1)\cdot\binom{2001-k}{1000}", F),
     # golds parsed like predictions
     ("$7$", "7", T), (r"\(\boxed{6 \text{ and } 8}\)", "6,8", T),
     (r"\boxed{1} papers and \boxed{2} bins", r"$\boxed{1,2}$", T),

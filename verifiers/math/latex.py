@@ -330,7 +330,9 @@ def read(text: str):
     r = _Reader(toks)
     try:
         node = r.expr()
-    except (_No, RecursionError, ZeroDivisionError):
+    except (_No, RecursionError):
+        return None
+    except Exception:  # noqa: BLE001  (anything sympy raises building it: latex2sympy2 decides)
         return None
     return node if r.i == len(toks) else None
 
