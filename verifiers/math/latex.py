@@ -242,23 +242,30 @@ class _Reader:
         if self.peek() == "_":
             self.take()
             name += self.subscript()
-        if self.peek() in ("(", "[", "{") or self.peek() == "^" and self._applied():
-            raise _No  # f(x), x^2(y): a function applied in that grammar
-        return self.symbol(name)
+        j = self.i
+        if self.peek() == "^":  # x^2(y): the bracket after the power
+            j = self._group_end(j + 1) if self.peek(1) == "{" else j + 2
+        if j < len(self.t) and (self.t[j] == "{" or self.t[j] in ("(", "[") and self._one_atom(j)):
+            raise _No  # f(x), f_1(2), x^2(y): a function applied in that grammar
+        return self.symbol(name)  # k(4k^2+1), x[y+1]: a product there too
 
-    def _applied(self) -> bool:
-        """After ``x^..``: is a bracket next (read there as a function applied)?"""
-        j = self.i + 1
-        if self.peek(1) == "{":
-            depth = 0
-            while j < len(self.t):
-                depth += {"{": 1, "}": -1}.get(self.t[j], 0)
-                j += 1
-                if depth == 0:
-                    break
-        else:
+    def _group_end(self, j: int) -> int:
+        """The index after the bracket group opening at *j* (or the end)."""
+        depth = 0
+        while j < len(self.t):
+            depth += 1 if self.t[j] in ("(", "[", "{") else -1 if self.t[j] in (")", "]", "}") else 0
             j += 1
-        return j < len(self.t) and self.t[j] in ("(", "[", "{")
+            if depth == 0:
+                break
+        return j
+
+    def _one_atom(self, j: int) -> bool:
+        """Could the bracket group at *j* hold one atom of that grammar (a number, a letter with
+        its scripts; a comma list)? A letter before it is then a function applied there (its
+        ``func_common_args``), else a product: ``f(x)`` is f applied, ``k(4k^2+1)`` k times a
+        sum. Two tokens or fewer, a comma, or a script after the first token: maybe one."""
+        inside = self.t[j + 1:self._group_end(j) - 1]
+        return len(inside) <= 2 or "," in inside or inside[1] in ("_", "^")
 
     def subscript(self) -> str:
         """The subscript's text as that converter names it: ``_0``, ``_{12}``."""
@@ -325,7 +332,7 @@ class _Reader:
 def read(text: str):
     """latex2sympy2's expression for *text*, or None when it is outside the subset."""
     toks = _tokens(text)
-    if not toks or len(toks) > MAX_TOKENS or toks[0] in ("(", "[", "{") and _wrapped(toks):
+    if not toks or len(toks) > MAX_TOKENS or toks[0] == "{" and _wrapped(toks):
         return None
     r = _Reader(toks)
     try:
@@ -338,7 +345,8 @@ def read(text: str):
 
 
 def _wrapped(toks: list[str]) -> bool:
-    """The whole value in one bracket pair (a tuple or a set in that grammar)."""
+    """The whole value in one brace pair (a set in that grammar; in ( ) or [ ] a tuple of
+    one, which is its element)."""
     depth = 0
     for k, tok in enumerate(toks):
         depth += 1 if tok in ("(", "[", "{") else -1 if tok in (")", "]", "}") else 0
