@@ -22,7 +22,13 @@ from dapo_bench.methods.dapo.advantages import (
 from dapo_bench.toy.model import tiny_llama
 from dapo_bench.toy.tokenizer import build_char_tokenizer
 from dapo_bench.training.engine import OptimConfig
-from dapo_bench.training.rollouts import StepSplitter, make_states, select_balanced, split_steps
+from dapo_bench.training.rollouts import (
+    Rollout,
+    StepSplitter,
+    make_states,
+    select_balanced,
+    split_steps,
+)
 
 TOK = build_char_tokenizer()
 EOS = TOK.eos_token_id
@@ -37,6 +43,10 @@ def comp(text: str, reward: float, finish: str = "stop") -> dict:
     """A completion row as the rollout path writes it (EOS in the ids when it stopped)."""
     return {"text": text, "reward": reward, "finish_reason": finish,
             "token_ids": ids(text) + ([EOS] if finish == "stop" else [])}
+
+
+def resp(text: str, reward: float) -> Rollout:
+    return Rollout(text, reward, None, 0, "stop")
 
 
 def cand(text: str, terminal: bool, reward=None, outcome=None) -> Candidate:
@@ -65,16 +75,18 @@ def test_make_states_are_prefixes_with_their_next_step():
 
 
 def test_select_balanced_half_correct_half_wrong_and_fills_gaps():
-    resp = [{"text": f"r{i}", "reward": float(i < 5)} for i in range(10)]
-    idx = select_balanced(resp, 6, seed=0)
-    assert len(idx) == 6 and sum(resp[i]["reward"] for i in idx) == 3
-    only_right = [{"text": f"r{i}", "reward": 1.0} for i in range(4)] + [
-        {"text": "w", "reward": 0.0}]
+    rs = [resp(f"r{i}", float(i < 5)) for i in range(10)]
+    idx = select_balanced(rs, 6, seed=0)
+    assert len(idx) == 6 and sum(rs[i].reward for i in idx) == 3
+    only_right = [resp(f"r{i}", 1.0) for i in range(4)] + [resp("w", 0.0)]
     idx = select_balanced(only_right, 4)
-    assert len(idx) == 4 and sum(only_right[i]["reward"] for i in idx) == 3  # 1 wrong is all
-    dup = [{"text": "same", "reward": 1.0}] * 5
+    assert len(idx) == 4 and sum(only_right[i].reward for i in idx) == 3  # 1 wrong is all
+    dup = [resp("same", 1.0)] * 5
     assert select_balanced(dup, 3) == [0]  # duplicated texts count once
-    assert select_balanced(resp, 6, seed=1) == select_balanced(resp, 6, seed=1)
+    assert select_balanced(rs, 6, seed=1) == select_balanced(rs, 6, seed=1)
+    # a reward read back without its verdict passes above PASS_THRESHOLD (0.5), only there
+    half = [resp("a", 0.5), resp("b", 0.51)]
+    assert [r.passed for r in half] == [False, True]
 
 
 # ----------------------------------------------------------------------------- advantages

@@ -25,10 +25,12 @@ inputs) is cut from those ids, never from re-tokenised text. :class:`StepSplitte
 steps: a step ends with the first token whose text contains the separator (``\\n``), so a
 byte-level BPE token such as ``.\\n\\n`` ends a step whole.
 
-Groups are written to and read from JSONL rows by :meth:`Group.to_row` / :func:`group_from_row`
-(one serialisation for every artifact; logs resume through ``training.resumable``). Several
-ranks share a stage's chunks (``shard=True``, see :func:`sample_groups`). Also here: :func:`split_steps` (the text view of the
-same rule), :func:`make_states` and :func:`select_balanced`.
+Groups are written to and read from JSONL rows by :meth:`Group.to_row` / :func:`group_from_row`,
+their rollouts by :meth:`Rollout.to_row` / :meth:`Rollout.from_row` (one serialisation for every
+artifact; logs resume through ``training.resumable``). A reward read back without its verdict
+passes above :data:`PASS_THRESHOLD`. Several ranks share a stage's chunks (``shard=True``, see
+:func:`sample_groups`). Also here: :func:`split_steps` (the text view of the same rule),
+:func:`make_states` and :func:`select_balanced`.
 
 Not covered: multi-turn prompts, tool calls, rewards other than a verifier's pass/fail.
 """
@@ -84,6 +86,10 @@ class Request:
         return cls(p.id, p.id, list(p.prompt_ids) if p.prompt_ids else p.prompt)
 
 
+# a reward above it counts as a pass where no verdict says (a row read back, a dense reward)
+PASS_THRESHOLD = 0.5
+
+
 @dataclass
 class Rollout:
     """One sampled completion: what was generated, its reward and the verifier's verdict
@@ -105,7 +111,7 @@ class Rollout:
 
     @property
     def passed(self) -> bool:
-        return self.verdict.passed if self.verdict is not None else self.reward > 0.5
+        return self.verdict.passed if self.verdict is not None else self.reward > PASS_THRESHOLD
 
     @property
     def infra(self) -> bool:
@@ -119,6 +125,12 @@ class Rollout:
     def to_row(self) -> dict:
         return {"text": self.text, "reward": self.reward, "n_tokens": self.n_tokens,
                 "finish_reason": self.finish_reason, "token_ids": self.token_ids}
+
+    @classmethod
+    def from_row(cls, c: dict) -> Rollout:
+        """The rollout of a row :meth:`to_row` wrote (its reward kept, its verdict not)."""
+        return cls(c["text"], float(c["reward"]), None, c["n_tokens"], c["finish_reason"],
+                   c.get("token_ids"))
 
 
 @dataclass
@@ -159,16 +171,11 @@ class Group:
         return row
 
 
-def _from_row(c: dict) -> Rollout:
-    return Rollout(c["text"], float(c["reward"]), None, c["n_tokens"], c["finish_reason"],
-                   c.get("token_ids"))
-
-
 def group_from_row(row: dict, list_field: str = "responses") -> Group:
     """The :class:`Group` of an artifact row (rewards kept, verdicts not)."""
-    return Group(row["key"], row["problem_id"], [_from_row(c) for c in row[list_field]],
+    return Group(row["key"], row["problem_id"], [Rollout.from_row(c) for c in row[list_field]],
                  row.get("prompt_tokens", 0),
-                 infra=[_from_row(c) for c in row.get("infra_errors", ())])
+                 infra=[Rollout.from_row(c) for c in row.get("infra_errors", ())])
 
 
 def infra_errors(groups: Sequence[Group]) -> int:
@@ -348,7 +355,8 @@ class StepSplitter:
 def make_states(steps: Sequence[Sequence[int]]) -> list[dict]:
     """Prefix states s_0..s_{T-1} of a response cut into T steps (of ids): ``prefix_ids`` = the
     steps before t (s_0: empty); the step taken in s_t is ``steps[t]``."""
-    out, prefix = [], []
+    out: list[dict] = []
+    prefix: list[int] = []
     for t, step in enumerate(steps):
         out.append({"t": t, "prefix_ids": list(prefix), "action_ids": list(step),
                     "n_steps": len(steps)})
@@ -367,24 +375,21 @@ def split_steps(response: str) -> list[str]:
     return [s for s in steps if s]
 
 
-def is_correct(response: dict) -> bool:
-    """Whether a logged response (a row with ``reward``) counts as right."""
-    return response["reward"] > 0.5
-
-
-def select_balanced(responses: Sequence[dict], n: int, seed: int = 0) -> list[int]:
-    """Indices of ``n`` responses, half correct and half wrong where possible.
+def select_balanced(responses: Sequence[Rollout], n: int, seed: int = 0) -> list[int]:
+    """Indices of ``n`` responses, half passed (:attr:`Rollout.passed`) and half not where
+    possible.
 
     Duplicated texts count once. Takes ceil(n/2) correct and the rest wrong; when one side runs
     short, the other fills the gap. Deterministic for a given ``seed``.
     """
     seen: set[str] = set()
-    good, bad = [], []
+    good: list[int] = []
+    bad: list[int] = []
     for i, r in enumerate(responses):
-        if r["text"] in seen:
+        if r.text in seen:
             continue
-        seen.add(r["text"])
-        (good if is_correct(r) else bad).append(i)
+        seen.add(r.text)
+        (good if r.passed else bad).append(i)
     rng = random.Random(seed)
     rng.shuffle(good)
     rng.shuffle(bad)

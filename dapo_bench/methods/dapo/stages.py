@@ -35,7 +35,7 @@ from dapo_bench.training.rollouts import (
     ResumableLog,
     StepSplitter,
     TrainProblem,
-    is_correct,
+    group_from_row,
     make_states,
     sample_groups,
     select_balanced,
@@ -117,18 +117,22 @@ def state_key(problem_id: str, prefix_ids: list[int]) -> str:
 def states(ctx: RunContext, cfg: DapoConfig, problems: list[TrainProblem], d: Path) -> dict:
     by_id = {p.id: p for p in problems}
     splitter = StepSplitter(ctx.tokenizer)
-    out, seen, kept, kept_ok, unsolved = [], set(), 0, 0.0, 0
-    rows = read_jsonl(d / "rollouts.jsonl")
-    for row in rows:
-        p = by_id[row["problem_id"]]
-        if cfg.solved_only and not any(map(is_correct, row["responses"])):
+    out: list[dict] = []
+    seen, kept, kept_ok, unsolved = set(), 0, 0.0, 0
+    rows = [group_from_row(r) for r in read_jsonl(d / "rollouts.jsonl")]
+    for g in rows:
+        p = by_id[g.problem_id]
+        if cfg.solved_only and not any(g.passed):
             unsolved += 1  # counted: results.json reports it
             continue
-        for i in select_balanced(row["responses"], cfg.n_rollouts, seed=ctx.opts.seed):
-            resp = row["responses"][i]
+        for i in select_balanced(g.rollouts, cfg.n_rollouts, seed=ctx.opts.seed):
+            resp = g.rollouts[i]
             kept += 1
-            kept_ok += resp["reward"]
-            for s in make_states(splitter.split(resp["token_ids"])):
+            kept_ok += resp.reward
+            if resp.token_ids is None:
+                raise UserError(f"{d / 'rollouts.jsonl'}: a response of {p.id} has no "
+                                f"token_ids (token ids are the truth)")
+            for s in make_states(splitter.split(resp.token_ids)):
                 key = state_key(p.id, s["prefix_ids"])
                 if key in seen:
                     continue
