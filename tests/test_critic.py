@@ -14,6 +14,7 @@ from dapo_bench.methods.dapo.critic import (
     soft_bce,
     train_critic,
 )
+from dapo_bench.methods.dapo.rows import CriticExample, McRow
 from dapo_bench.toy.model import tiny_llama
 from dapo_bench.toy.tokenizer import build_char_tokenizer
 from dapo_bench.training.engine import OptimConfig
@@ -81,22 +82,22 @@ def test_value_model_learns_labels_and_roundtrips(tiny_lm, tmp_path):
     torch.manual_seed(0)
     vm = ValueModel.from_causal_lm(lm)
     # the head starts at zero: V = 0.5 everywhere
-    data = [(_ids(tok, p + s), y) for p, s, y in [
+    data = [CriticExample(tuple(_ids(tok, p + s)), y, p, True) for p, s, y in [
         ("12+3\n", "12+3=15\n", 1.0), ("12+3\n", "12+3=16\n", 0.0),
         ("40-7\n", "40-7=33\n", 1.0), ("40-7\n", "40-7=31\n", 0.0)]] * 4
     pad = tok.pad_token_id
-    before = score_values(vm, pad, [c for c, _ in data[:4]])
+    before = score_values(vm, pad, [x.ids for x in data[:4]])
     assert before == pytest.approx([0.5] * 4)
     st = train_critic(vm, pad, data, CriticConfig(optim=OptimConfig(lr=3e-3), epochs=15,
                                                    batch_size=8))
     hist = st.history
-    after = score_values(vm, pad, [c for c, _ in data[:4]])
+    after = score_values(vm, pad, [x.ids for x in data[:4]])
     assert hist[-1]["loss"] < hist[0]["loss"] < math.log(2) + 1e-3
     assert after[0] > 0.7 and after[2] > 0.7 and after[1] < 0.3 and after[3] < 0.3
     assert st.counts == {"rows": 16 * 15, "context_cut": 0, "response_cut": 0}
     vm.save(tok, tmp_path / "critic")
     vm2, tok2 = ValueModel.load(tmp_path / "critic")
-    again = score_values(vm2, tok2.pad_token_id, [c for c, _ in data[:4]])
+    again = score_values(vm2, tok2.pad_token_id, [x.ids for x in data[:4]])
     assert again == pytest.approx(after, abs=1e-5)
 
 
@@ -121,24 +122,27 @@ def test_critic_examples_add_one_sample_labels_of_s_plus_first_step(tiny_lm):
     _, tok = tiny_lm
     eos = tok.eos_token_id
 
-    def comp(text, reward, finish):
-        return {"text": text, "reward": reward, "finish_reason": finish,
-                "token_ids": _ids(tok, text) + ([eos] if finish == "stop" else [])}
+    def comp(text, reward, finish):  # a completion as mc.jsonl holds it
+        ids = _ids(tok, text) + ([eos] if finish == "stop" else [])
+        return {"text": text, "reward": reward, "n_tokens": len(ids), "finish_reason": finish,
+                "token_ids": ids}
 
     prompt, prefix = _ids(tok, "4*3+5\n"), _ids(tok, "4*3=12\n")
-    row = {"key": "p1/k", "problem_id": "p1", "prefix_ids": prefix, "value": 0.5,
-           "completions": [comp("12+5=17\n\\boxed{17}", 1.0, "stop"),
-                           comp("12+5=18\n\\boxed{18}", 0.0, "stop"),
-                           comp("\\boxed{17}", 1.0, "stop"),  # terminal
-                           comp("12+5=17\n", 0.0, "length")]}
+    row = McRow.from_row({
+        "key": "p1/k", "problem_id": "p1", "prefix": "4*3=12\n", "prefix_ids": prefix, "t": 1,
+        "completions": [comp("12+5=17\n\\boxed{17}", 1.0, "stop"),
+                        comp("12+5=18\n\\boxed{18}", 0.0, "stop"),
+                        comp("\\boxed{17}", 1.0, "stop"),  # terminal
+                        comp("12+5=17\n", 0.0, "length")],
+        "value": 0.5, "prompt_tokens": 0})
     prompts = {"p1/k": prompt}
     split = StepSplitter(tok)
     plain = critic_examples([row], prompts, split)
-    assert plain == [(prompt + prefix, 0.5, "p1", True)]
+    s = tuple(prompt + prefix)
+    assert plain == [CriticExample(s, 0.5, "p1", True)]
     ex = critic_examples([row], prompts, split, step_labels=True)
     assert ex[0] == plain[0]
     # the terminal step is valued by its reward in stage B, so the critic never sees it
-    s = prompt + prefix
-    assert ex[1:] == [(s + _ids(tok, "12+5=17\n"), 1.0, "p1", False),
-                      (s + _ids(tok, "12+5=18\n"), 0.0, "p1", False),
-                      (s + _ids(tok, "12+5=17\n"), 0.0, "p1", False)]
+    assert ex[1:] == [CriticExample(s + tuple(_ids(tok, "12+5=17\n")), 1.0, "p1", False),
+                      CriticExample(s + tuple(_ids(tok, "12+5=18\n")), 0.0, "p1", False),
+                      CriticExample(s + tuple(_ids(tok, "12+5=17\n")), 0.0, "p1", False)]

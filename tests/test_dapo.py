@@ -19,6 +19,7 @@ from dapo_bench.methods.dapo.advantages import (
     candidates_from_completions,
     state_advantages,
 )
+from dapo_bench.methods.dapo.rows import Action, AdvantageRow
 from dapo_bench.toy.model import tiny_llama
 from dapo_bench.toy.tokenizer import build_char_tokenizer
 from dapo_bench.training.engine import OptimConfig
@@ -39,14 +40,20 @@ def ids(text: str) -> list[int]:
     return TOK(text, add_special_tokens=False)["input_ids"]
 
 
-def comp(text: str, reward: float, finish: str = "stop") -> dict:
-    """A completion row as the rollout path writes it (EOS in the ids when it stopped)."""
-    return {"text": text, "reward": reward, "finish_reason": finish,
-            "token_ids": ids(text) + ([EOS] if finish == "stop" else [])}
+def comp(text: str, reward: float, finish: str = "stop") -> Rollout:
+    """A completion as the rollout path keeps it (EOS in the ids when it stopped)."""
+    tokens = ids(text) + ([EOS] if finish == "stop" else [])
+    return Rollout(text, reward, None, len(tokens), finish, tokens)
 
 
 def resp(text: str, reward: float) -> Rollout:
     return Rollout(text, reward, None, 0, "stop")
+
+
+def state(prompt_ids: list[int], prefix_ids: list[int], actions: list[tuple]) -> AdvantageRow:
+    """An ``advantages.jsonl`` row of (ids, eos, adv) actions (what the actor reads)."""
+    return AdvantageRow("k", "p", "", tuple(prompt_ids), "", tuple(prefix_ids), tuple(
+        Action(tuple(a), "", eos, 0.0, adv) for a, eos, adv in actions))
 
 
 def cand(text: str, terminal: bool, reward=None, outcome=None) -> Candidate:
@@ -93,7 +100,7 @@ def test_select_balanced_half_correct_half_wrong_and_fills_gaps():
 def test_candidates_first_steps_terminal_only_when_stopped():
     comps = [comp("12+3=15\n\\boxed{15}", 1.0), comp("\\boxed{15}", 1.0),
              comp("\\boxed{1", 0.0, "length"), comp("", 0.0),
-             {"text": "", "reward": 0.0, "finish_reason": "length", "token_ids": []}]
+             Rollout("", 0.0, None, 0, "length", [])]
     c = candidates_from_completions(comps, SPLIT)
     # stopping at once (only EOS generated) is an action too: the ids are what was sampled
     assert c == [cand("12+3=15\n", False), cand("\\boxed{15}", True, 1.0),
@@ -107,11 +114,12 @@ def test_advantages_and_filtering_on_a_hand_made_state():
     values = [0.8, 0.2, None, 0.8]  # critic V(s + a_i); the terminal step uses its reward
     acts = state_advantages(cands, values, min_spread=0.1)
     # values 0.8, 0.2, 1.0, 0.8 -> mean 0.7 -> A = 0.1, -0.5, 0.3 (duplicate merged)
-    assert [a["text"] for a in acts] == ["12+3=15\n", "12+3=16\n", "\\boxed{15}"]
-    assert [a["adv"] for a in acts] == pytest.approx([0.1, -0.5, 0.3])
-    assert [a["eos"] for a in acts] == [False, False, True]
-    assert [a["ids"] for a in acts] == [ids("12+3=15\n"), ids("12+3=16\n"),
-                                        ids("\\boxed{15}") + [EOS]]
+    assert [a.text for a in acts] == ["12+3=15\n", "12+3=16\n", "\\boxed{15}"]
+    assert [a.adv for a in acts] == pytest.approx([0.1, -0.5, 0.3])
+    assert [a.value for a in acts] == pytest.approx([0.8, 0.2, 1.0])
+    assert [a.eos for a in acts] == [False, False, True]
+    assert [list(a.ids) for a in acts] == [ids("12+3=15\n"), ids("12+3=16\n"),
+                                           ids("\\boxed{15}") + [EOS]]
     # a state whose advantages spread less than the threshold is dropped
     flat = [cand("a\n", False), cand("b\n", False)]
     assert state_advantages(flat, [0.50, 0.58], min_spread=0.1) is None
@@ -137,7 +145,7 @@ def test_value_estimators_on_a_hand_made_state():
     assert not est["mc"].meta["needs_critic"] and est["critic_mc"].meta["needs_critic"]
     # advantages from the MC values: mean 0.5 over the 4 samples -> +1/6 and -1/2
     acts = state_advantages(cands, est["mc"].obj(cands, critic, 0.0), min_spread=0.1)
-    assert [a["adv"] for a in acts] == pytest.approx([1 / 6, -0.5])
+    assert [a.adv for a in acts] == pytest.approx([1 / 6, -0.5])
     with pytest.raises(ValueError, match="no outcome"):
         est["mc"].obj([cand("a\n", False)], [0.1], 0.0)
 
@@ -176,12 +184,10 @@ def test_train_actor_regresses_log_ratios_onto_a_over_beta(tiny_policy):
 
     model = copy.deepcopy(model)
     states = [
-        {"prompt_ids": ids("12+3\n"), "prefix_ids": [], "actions": [
-            {"ids": ids("12+3=15\n"), "eos": False, "adv": 0.4},
-            {"ids": ids("12+3=16\n"), "eos": False, "adv": -0.4}]},
-        {"prompt_ids": ids("40-7\n"), "prefix_ids": ids("40-7=33\n"), "actions": [
-            {"ids": ids("\\boxed{33}") + [EOS], "eos": True, "adv": 0.5},
-            {"ids": ids("\\boxed{31}") + [EOS], "eos": True, "adv": -0.5}]},
+        state(ids("12+3\n"), [], [(ids("12+3=15\n"), False, 0.4),
+                                  (ids("12+3=16\n"), False, -0.4)]),
+        state(ids("40-7\n"), ids("40-7=33\n"), [(ids("\\boxed{33}") + [EOS], True, 0.5),
+                                                (ids("\\boxed{31}") + [EOS], True, -0.5)]),
     ]
     pad = tok.pad_token_id
     ref = reference_logprobs(model, pad, states)

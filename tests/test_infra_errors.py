@@ -11,7 +11,7 @@ from test_budget import TINY
 from dapo_bench.generation.base import SamplingParams
 from dapo_bench.generation.hf import HFGenerator
 from dapo_bench.methods.dapo.critic import critic_examples
-from dapo_bench.methods.dapo.stages import _mc_row
+from dapo_bench.methods.dapo.rows import McRow, State
 from dapo_bench.models import save_policy
 from dapo_bench.tasks.task import Task
 from dapo_bench.toy.model import tiny_llama
@@ -46,9 +46,12 @@ def test_an_infra_error_leaves_the_group_and_is_kept_apart(tmp_path):
     # a DAPO state whose every completion crashed has no MC label, and no critic example
     g = groups[0]
     g.infra, g.rollouts = g.infra + g.rollouts, []
-    mc = _mc_row({"key": "s", "problem_id": "p0", "prefix_ids": [], "prefix": ""}, g)
-    assert mc["value"] is None and len(mc["infra_errors"]) == 4
-    assert critic_examples([mc], {"s": [1, 2]}, None) == []
+    mc = McRow.of(State("s", "p0", "", (1, 2), "", (), 0), g)
+    assert mc.value is None and len(mc.infra_errors) == 4
+    row = json.loads(json.dumps(mc.to_row()))  # as mc.jsonl holds it, and read back
+    assert row["value"] is None and [x["reason"] for x in row["infra_errors"]] == [
+        "sandbox_error"] * 2 + ["ok"] * 2
+    assert McRow.from_row(row) == mc and critic_examples([mc], {"s": [1, 2]}, None) == []
     gen.close()
 
 

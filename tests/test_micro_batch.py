@@ -65,6 +65,14 @@ def _ids(tok, text: str) -> list[int]:
     return tok(text, add_special_tokens=False)["input_ids"]
 
 
+def _state(prompt_ids, prefix_ids, actions):
+    """An ``advantages.jsonl`` row of (ids, adv) actions, as the DAPO actor reads it."""
+    from dapo_bench.methods.dapo.rows import Action, AdvantageRow
+
+    return AdvantageRow("k", "p", "", tuple(prompt_ids), "", tuple(prefix_ids),
+                        tuple(Action(tuple(ids), "", False, 0.0, adv) for ids, adv in actions))
+
+
 def _same(a: torch.nn.Module, b: torch.nn.Module, atol: float = 1e-6) -> None:
     sb = b.state_dict()
     for name, value in a.state_dict().items():
@@ -127,18 +135,14 @@ def test_dapo_actor_micro_batches_keep_states_whole(tok, grads):
 
     eos = tok.eos_token_id
     states = [  # 2, 3, 1 and 2 actions: micro-batches of unequal weight
-        {"prompt_ids": _ids(tok, "12+3\n"), "prefix_ids": [], "actions": [
-            {"ids": _ids(tok, "12+3=15\n"), "adv": 0.4},
-            {"ids": _ids(tok, "12+3=16\n"), "adv": -0.4}]},
-        {"prompt_ids": _ids(tok, "40-7\n"), "prefix_ids": _ids(tok, "40-7=33\n"), "actions": [
-            {"ids": _ids(tok, "\\boxed{33}") + [eos], "adv": 0.5},
-            {"ids": _ids(tok, "\\boxed{31}") + [eos], "adv": -0.2},
-            {"ids": _ids(tok, "\\boxed{3}") + [eos], "adv": -0.3}]},
-        {"prompt_ids": _ids(tok, "6*7\n"), "prefix_ids": [], "actions": [
-            {"ids": _ids(tok, "6*7=42\n"), "adv": 0.1}]},
-        {"prompt_ids": _ids(tok, "9+9\n"), "prefix_ids": _ids(tok, "9+9="), "actions": [
-            {"ids": _ids(tok, "18\n"), "adv": 0.3},
-            {"ids": _ids(tok, "17\n"), "adv": -0.3}]},
+        _state(_ids(tok, "12+3\n"), [], [(_ids(tok, "12+3=15\n"), 0.4),
+                                         (_ids(tok, "12+3=16\n"), -0.4)]),
+        _state(_ids(tok, "40-7\n"), _ids(tok, "40-7=33\n"), [
+            (_ids(tok, "\\boxed{33}") + [eos], 0.5), (_ids(tok, "\\boxed{31}") + [eos], -0.2),
+            (_ids(tok, "\\boxed{3}") + [eos], -0.3)]),
+        _state(_ids(tok, "6*7\n"), [], [(_ids(tok, "6*7=42\n"), 0.1)]),
+        _state(_ids(tok, "9+9\n"), _ids(tok, "9+9="), [(_ids(tok, "18\n"), 0.3),
+                                                       (_ids(tok, "17\n"), -0.3)]),
     ]
     ref = reference_logprobs(tiny_llama(tok, seed=3, **SMALL), tok.pad_token_id, states)
     steps = []
@@ -165,9 +169,9 @@ def test_dapo_scoring_passes_take_micro_batches(tok):
 
     ctx = lambda mb: SimpleNamespace(engine_cfg=EngineConfig(micro_batch=mb))
     assert score_batch(ctx(0)) == SCORE_BATCH and score_batch(ctx(4)) == 4
-    states = [{"prompt_ids": _ids(tok, f"{i}+{i}\n"), "prefix_ids": _ids(tok, f"{i}+{i}="),
-               "actions": [{"ids": _ids(tok, f"{2 * i}\n")}, {"ids": _ids(tok, f"{i}\n")},
-                           {"ids": _ids(tok, "\\boxed{7}") + [tok.eos_token_id]}]}
+    states = [_state(_ids(tok, f"{i}+{i}\n"), _ids(tok, f"{i}+{i}="),
+                     [(_ids(tok, f"{2 * i}\n"), 0.0), (_ids(tok, f"{i}\n"), 0.0),
+                      (_ids(tok, "\\boxed{7}") + [tok.eos_token_id], 0.0)])
               for i in range(1, 7)]
     model = tiny_llama(tok, seed=5, **SMALL)
     seen, rows = {}, {}

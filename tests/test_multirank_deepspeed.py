@@ -22,6 +22,7 @@ pytest.importorskip(
 import torch
 
 from dapo_bench.io import read_json
+from dapo_bench.methods.dapo.rows import CriticExample
 from dapo_bench.models import load_policy
 from dapo_bench.toy.model import tiny_llama
 from dapo_bench.toy.tokenizer import build_char_tokenizer
@@ -31,7 +32,8 @@ pytestmark = [pytest.mark.integration, pytest.mark.deepspeed]
 
 TEXTS = [("12+3=", 0.8), ("7*8=5", 0.1), ("40-9=3", 0.6), ("5+5=1", 0.9)]
 _TOK = build_char_tokenizer()
-DATA = [(_TOK(t, add_special_tokens=False)["input_ids"], y) for t, y in TEXTS]
+DATA = [CriticExample(tuple(_TOK(t, add_special_tokens=False)["input_ids"]), y, t, True)
+        for t, y in TEXTS]
 
 
 def _critic(stage: str):
@@ -61,7 +63,7 @@ def test_zero3_critic_save_gathers_backbone_and_head(tmp_path, monkeypatch):
     assert float(want.head.weight.detach().abs().sum()) > 0  # the head moved off its zero init
     for name, value in want.state_dict().items():
         assert torch.allclose(got.state_dict()[name], value, atol=1e-5), name
-    texts = [c for c, _ in DATA]
+    texts = [x.ids for x in DATA]
     pad = tok.pad_token_id
     assert score_values(got, pad, texts) == pytest.approx(score_values(want, pad, texts),
                                                           abs=1e-5)

@@ -17,6 +17,8 @@ artifact under ``runs/<id>/it<k>/``:
                         low-spread states dropped
 6. ``actor/``           the trained policy (a transformers model dir); ``ref_logprobs.json``
 7. with ``iterations`` > 1 the actor becomes pi_ref of the next iteration.
+The rows of each file are read and written only through their frozen dataclasses in ``rows``
+(``rollouts.jsonl``'s through ``training.rollouts.Group``).
 Then ``dapo_bench.run`` evaluates reference, final policy and the equal-compute SFT control.
 
 Not covered: vLLM-specific prefix-cache tuning (the backend's own), multi-node runs.

@@ -8,8 +8,9 @@ with log pi(a|s) the SUM of the step's token log-probs (a terminal step includes
 stopping is part of the action). The regression target A/beta is the optimal log-ratio of the
 KL-regularised objective.
 
-Input: states with their kept actions, ``{prompt_ids, prefix_ids, actions: [{ids, eos, adv}]}``
-(token ids as generated: log pi(a|s) is scored on exactly the sampled ids).
+Input: the ``advantages.jsonl`` rows, ``rows.AdvantageRow`` (a state's prompt and prefix ids and
+its kept ``rows.Action`` records: ids, eos, adv), token ids as generated: log pi(a|s) is scored
+on exactly the sampled ids.
 :func:`reference_logprobs` computes log pi_ref(a|s) once (cached by the caller);
 :func:`train_actor` trains the policy in place through the one training loop, batching whole
 states (all actions of one state in the same global batch), and logs loss, sign agreement of
@@ -28,6 +29,7 @@ from typing import Any
 
 import torch
 
+from dapo_bench.methods.dapo.rows import AdvantageRow
 from dapo_bench.training.batches import PairBatch, pack_pairs, sequence_logprobs
 from dapo_bench.training.engine import ONE_PROCESS, EngineConfig, OptimConfig, make_engine
 from dapo_bench.training.loop import LossOut, train_loop
@@ -116,15 +118,16 @@ def batches_by_state(groups: Sequence[Sequence[Any]], max_actions: int) -> list[
     return out
 
 
-def _encode(pad_id: int, states: Sequence[dict], idx: Sequence[int], max_length: int) -> PairBatch:
+def _encode(pad_id: int, states: Sequence[AdvantageRow], idx: Sequence[int],
+            max_length: int) -> PairBatch:
     """The actions of states ``idx``: context = prompt + prefix ids, response = the action's
     generated ids (a terminal one ends with the EOS it generated)."""
     ctx, act = [], []
     for i in idx:
         s = states[i]
-        for a in s["actions"]:
-            ctx.append(list(s["prompt_ids"]) + list(s["prefix_ids"]))
-            act.append(a["ids"])
+        for a in s.actions:
+            ctx.append(s.context)
+            act.append(a.ids)
     return pack_pairs(ctx, act, pad_id=pad_id, max_length=max_length)
 
 
@@ -137,7 +140,7 @@ SCORE_BATCH = 256
 def reference_logprobs(
     model: Any,
     pad_id: int,
-    states: Sequence[dict],
+    states: Sequence[AdvantageRow],
     *,
     batch_actions: int = SCORE_BATCH,
     max_length: int = 4096,
@@ -147,12 +150,12 @@ def reference_logprobs(
     ``on_batch`` gets every batch scored (tokens for the ledger, truncation counts)."""
     model.eval()
     out: list[list[float]] = [[] for _ in states]
-    for idx in batches_by_state([s["actions"] for s in states], batch_actions):
+    for idx in batches_by_state([s.actions for s in states], batch_actions):
         b = _encode(pad_id, states, idx, max_length).to(model.device)
         lp = sequence_logprobs(model, b).tolist()
         k = 0
         for i in idx:
-            n = len(states[i]["actions"])
+            n = len(states[i].actions)
             out[i] = lp[k : k + n]
             k += n
         if on_batch:
@@ -163,7 +166,7 @@ def reference_logprobs(
 def train_actor(
     model: Any,
     pad_id: int,
-    states: Sequence[dict],
+    states: Sequence[AdvantageRow],
     ref_logps: Sequence[Sequence[float]],
     *,
     beta: float,
@@ -177,7 +180,7 @@ def train_actor(
     history, truncation counts). Stops early when ``ledger``'s FLOP budget is spent."""
     torch.manual_seed(seed)
     engine = make_engine(model, cfg.optim, engine_cfg)
-    batches = batches_by_state([s["actions"] for s in states], cfg.batch_actions)
+    batches = batches_by_state([s.actions for s in states], cfg.batch_actions)
 
     def epoch_batches(epoch: int) -> list[list[int]]:
         order = list(range(len(batches)))
@@ -186,7 +189,7 @@ def train_actor(
 
     def loss_fn(idx: list[int]) -> LossOut:
         b = _encode(pad_id, states, idx, cfg.max_length).to(model.device)
-        adv = torch.tensor([a["adv"] for i in idx for a in states[i]["actions"]])
+        adv = torch.tensor([a.adv for i in idx for a in states[i].actions])
         ref = torch.tensor([x for i in idx for x in ref_logps[i]])
         logp = sequence_logprobs(model, b)
         loss, stats = dapo_actor_loss(logp, ref.to(logp.device), adv.to(logp.device), beta)
@@ -199,8 +202,8 @@ def train_actor(
 
     def cost(i: int) -> int:  # the tokens of state i's actions, each with its context
         s = states[i]
-        ctx_len = len(s["prompt_ids"]) + len(s["prefix_ids"])
-        return sum(min(ctx_len + len(a["ids"]), cfg.max_length) for a in s["actions"])
+        ctx_len = len(s.prompt_ids) + len(s.prefix_ids)
+        return sum(min(ctx_len + len(a.ids), cfg.max_length) for a in s.actions)
 
     return train_loop(engine, epoch_batches, loss_fn, total_steps=cfg.epochs * len(batches),
                       ledger=ledger, stage=stage, log_every=1,

@@ -1,15 +1,16 @@
 """DAPO's step advantages (Liu et al., arXiv 2412.18279), as plain functions.
 
-In state s, the M candidate next steps a_i are the first steps of the state's M
-completions, cut from their generated token ids (``training.rollouts.StepSplitter``: a step ends
-with the first token whose text contains ``\n``; nothing is re-tokenised). Each is valued: a step that ends the response (the completion has no further step
-and stopped on EOS) by its reward, any other by a value estimator from
+In state s, the M candidate next steps a_i are the first steps of the state's M completions
+(the ``completions`` of its ``rows.McRow``), cut from their generated token ids
+(``training.rollouts.StepSplitter``: a step ends with the first token whose text contains
+``\n``; nothing is re-tokenised). Each is valued: a step that ends the response (the completion
+has no further step and stopped on EOS) by its reward, any other by a value estimator from
 :data:`VALUE_ESTIMATORS` (``critic``: the critic's V(s + a_i), the paper's; ``mc``: the mean
 reward of the state's completions that begin with a_i; ``critic_mc``: that Monte Carlo mean
 shrunk towards the critic, ``(sum of those rewards + k * V(s + a_i)) / (count + k)``). Then
 ``A(s, a_i) = v_i - mean_j v_j`` (the mean over all M samples, an estimate of V(s)). Duplicate
-actions are merged (same ids, same value); a state whose advantage spread (max - min) is under
-``min_spread`` is dropped, since it carries no preference.
+actions are merged (same ids, same value) into ``rows.Action`` records; a state whose advantage
+spread (max - min) is under ``min_spread`` is dropped, since it carries no preference.
 
 Not covered: token-level (rather than step-level) advantages.
 """
@@ -20,8 +21,9 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from dapo_bench.methods.dapo.rows import Action
 from dapo_bench.registry import Registry
-from dapo_bench.training.rollouts import StepSplitter
+from dapo_bench.training.rollouts import Rollout, StepSplitter
 
 
 @dataclass(frozen=True)
@@ -41,10 +43,10 @@ class Candidate:
         return self.ids, self.terminal
 
 
-def candidates_from_completions(completions: Sequence[dict],
+def candidates_from_completions(completions: Sequence[Rollout],
                                 splitter: StepSplitter) -> list[Candidate]:
-    """First step of each completion (``{token_ids, reward, finish_reason}``); a completion
-    with no token is skipped.
+    """First step of each completion (its generated ``token_ids``, ``reward`` and
+    ``finish_reason``); a completion with no token is skipped.
 
     A completion that is a single step and stopped (on EOS or a stop string, not at the length
     cap) ends the response: its step is terminal (its ids include the EOS it generated: stopping
@@ -52,14 +54,15 @@ def candidates_from_completions(completions: Sequence[dict],
     """
     out = []
     for c in completions:
-        steps = splitter.split(c["token_ids"])
+        if c.token_ids is None:
+            raise ValueError(f"completion {c.text!r} has no token ids (token ids are the truth)")
+        steps = splitter.split(c.token_ids)
         if not steps:
             continue
         first = steps[0]
-        terminal = (len(steps) == 1 and not splitter.ends_step(first[-1])
-                    and c["finish_reason"] == "stop")
+        terminal = len(steps) == 1 and not splitter.ends_step(first[-1]) and c.stopped
         out.append(Candidate(tuple(first), splitter.text(first), terminal,
-                             float(c["reward"]) if terminal else None, float(c["reward"])))
+                             float(c.reward) if terminal else None, float(c.reward)))
     return out
 
 
@@ -104,30 +107,34 @@ def critic_mc_values(cands: Sequence[Candidate], critic: Sequence[float | None],
     out: list[float | None] = []
     for c, v in zip(cands, critic):
         rs = g[c.key]
-        out.append(None if c.terminal else (sum(rs) + prior * float(v)) / (len(rs) + prior))
+        out.append(None if c.terminal else (sum(rs) + prior * _known(c, v)) / (len(rs) + prior))
     return out
+
+
+def _known(c: Candidate, v: float | None) -> float:
+    """The value of candidate ``c``: one that is missing is an error, never a silent 0."""
+    if v is None:
+        raise ValueError(f"candidate {c.text!r} has no value")
+    return float(v)
 
 
 def state_advantages(
     candidates: Sequence[Candidate], values: Sequence[float | None], min_spread: float = 0.1
-) -> list[dict] | None:
+) -> tuple[Action, ...] | None:
     """Unique actions of a state with their value and advantage, or None if the state is dropped.
 
     ``values[i]`` is the critic's V(s + a_i) for a non-terminal candidate (ignored for terminal
-    ones, which use their reward). Returns ``[{ids, text, eos, value, adv}]`` in first-seen
-    order.
+    ones, which use their reward). Returns the :class:`~rows.Action` records in first-seen order.
     """
     if not candidates:
         return None
-    vals = [c.reward if c.terminal else float(v) for c, v in zip(candidates, values)]
+    vals = [_known(c, c.reward if c.terminal else v) for c, v in zip(candidates, values)]
     base = sum(vals) / len(vals)
-    unique: dict[tuple, dict] = {}
+    unique: dict[tuple, Action] = {}
     for c, v in zip(candidates, vals):
-        unique.setdefault(c.key, {
-            "ids": list(c.ids), "text": c.text, "eos": c.terminal, "value": v, "adv": v - base,
-        })
-    acts = list(unique.values())
-    advs = [a["adv"] for a in acts]
+        unique.setdefault(c.key, Action(c.ids, c.text, c.terminal, v, v - base))
+    acts = tuple(unique.values())
+    advs = [a.adv for a in acts]
     if len(acts) < 2 or max(advs) - min(advs) < min_spread:
         return None
     return acts

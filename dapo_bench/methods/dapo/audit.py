@@ -10,7 +10,8 @@ For each iteration ``it<k>/`` of a run directory:
   tokenised again in its state, would NOT give the generated ids (what scoring re-encoded text
   would get wrong: with a char-level tokenizer 0, with byte-level BPE often many).
 
-The report adds the run's truncation counts (``results.json`` ``counts``). ``dapo-bench audit
+The files are read through their rows (``Group``, ``rows.McRow``, ``rows.AdvantageRow``). The
+report adds the run's truncation counts (``results.json`` ``counts``). ``dapo-bench audit
 RUN_DIR`` prints it and exits non-zero unless every scored state and action is exact.
 
 Not covered: runs of other methods (their rows are checked by the same rule in tests).
@@ -23,6 +24,8 @@ from typing import Any
 
 from dapo_bench.errors import UserError
 from dapo_bench.io import iter_jsonl, read_json
+from dapo_bench.methods.dapo.rows import AdvantageRow, McRow
+from dapo_bench.training.rollouts import group_from_row
 
 
 def _starts(seq: list[int], prefix: list[int]) -> bool:
@@ -35,24 +38,25 @@ def audit_iteration(d: Path, tokenizer: Any = None) -> dict:
         if not (d / name).is_file():
             raise UserError(f"{d / name}: missing (not a finished DAPO iteration)")
     generated: dict[str, list[list[int]]] = {}
-    for row in iter_jsonl(d / "rollouts.jsonl"):
-        generated[row["problem_id"]] = [r.get("token_ids") or [] for r in row["responses"]]
-    completions = {row["key"]: [c.get("token_ids") or [] for c in row["completions"]]
-                   for row in iter_jsonl(d / "mc.jsonl")}
-    out = {"states": 0, "states_exact": 0, "actions": 0, "actions_exact": 0,
-           "reencoded_differs": 0 if tokenizer is not None else None}
-    for s in iter_jsonl(d / "advantages.jsonl"):
-        prefix = list(s.get("prefix_ids") or [])
-        out["states"] += 1
-        out["states_exact"] += any(_starts(g, prefix) for g in generated.get(s["problem_id"], []))
-        for a in s["actions"]:
-            ids = list(a.get("ids") or [])
-            out["actions"] += 1
-            out["actions_exact"] += bool(ids) and any(
-                _starts(c, ids) for c in completions.get(s["key"], []))
+    for g in map(group_from_row, iter_jsonl(d / "rollouts.jsonl")):
+        generated[g.problem_id] = [r.token_ids or [] for r in g.rollouts]
+    completions = {m.key: [c.token_ids or [] for c in m.completions]
+                   for m in map(McRow.from_row, iter_jsonl(d / "mc.jsonl"))}
+    states = states_exact = actions = actions_exact = differs = 0
+    for s in map(AdvantageRow.from_row, iter_jsonl(d / "advantages.jsonl")):
+        prefix = list(s.prefix_ids)
+        states += 1
+        states_exact += any(_starts(g, prefix) for g in generated.get(s.problem_id, []))
+        for a in s.actions:
+            ids = list(a.ids)
+            actions += 1
+            actions_exact += bool(ids) and any(
+                _starts(c, ids) for c in completions.get(s.key, []))
             if tokenizer is not None:
-                out["reencoded_differs"] += _reencoded(tokenizer, prefix, ids) != ids
-    return out
+                differs += _reencoded(tokenizer, prefix, ids) != ids
+    return {"states": states, "states_exact": states_exact, "actions": actions,
+            "actions_exact": actions_exact,
+            "reencoded_differs": differs if tokenizer is not None else None}
 
 
 def _reencoded(tokenizer: Any, prefix: list[int], ids: list[int]) -> list[int]:

@@ -1,9 +1,12 @@
 """DAPO's critic: a value model (``training.value.ValueModel``) and a sigmoid, V(s) in (0, 1).
 
 Trained with soft-label binary cross-entropy on Monte Carlo labels (the fraction of a state's
-completions the verifier accepts), through the one training loop. BCE rather than MSE: its
-gradient w.r.t. the logit is ``V - y``, i.e. MSE's gradient with the factor 1/(V(1-V)) >= 4 (no
-vanishing at saturation). The state's value is read from the hidden state of its LAST token.
+completions the verifier accepts), through the one training loop: its data are
+``rows.CriticExample`` records (state ids, label, problem, MC state or step label) that
+:func:`critic_examples` makes from the ``mc.jsonl`` rows (``rows.McRow``). BCE rather than
+MSE: its gradient w.r.t. the logit is ``V - y``, i.e. MSE's gradient with the factor
+1/(V(1-V)) >= 4 (no vanishing at saturation). The state's value is read from the hidden state
+of its LAST token.
 
 Skill and calibration on held-out states (``calibration``): the Brier score (mean (V - y)^2
 against the soft label), the Brier score of the constant predictor (the held-out label mean),
@@ -16,13 +19,14 @@ Not covered: value heads on several positions (one per state), LoRA.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 import torch.nn.functional as F
 
+from dapo_bench.methods.dapo.rows import CriticExample, McRow
 from dapo_bench.training.batches import pack_pairs
 from dapo_bench.training.engine import ONE_PROCESS, EngineConfig, OptimConfig, make_engine
 from dapo_bench.training.loop import LossOut, shuffled_batches, steps_for, train_loop
@@ -90,40 +94,41 @@ class CriticConfig:
 
 
 def critic_examples(
-    mc_rows: Sequence[dict], prompts: dict[str, Sequence[int]], splitter: Any, *,
+    mc_rows: Sequence[McRow], prompts: Mapping[str, Sequence[int]], splitter: Any, *,
     step_labels: bool = False,
-) -> list[tuple[list[int], float, str, bool]]:
-    """Critic data ``(state ids, label, problem_id, is_mc_state)`` from ``mc.jsonl`` rows;
-    ``prompts`` maps a state's key to its prompt ids.
+) -> list[CriticExample]:
+    """The critic's data from ``mc.jsonl`` rows; ``prompts`` maps a state's key to its prompt
+    ids.
 
-    Every MC-labelled state gives ``(prompt + prefix ids, value)`` (its m-sample label). With
-    ``step_labels`` each of its completions whose first step does not end the response also
-    gives ``(state + first step ids, reward)``: a one-sample Monte Carlo label of V(s + a_i),
-    the value stage B scores (a terminal step is valued by its reward there, so it is skipped).
-    Does NOT deduplicate: a repeated step adds another sample of the same value.
+    Every MC-labelled state gives ``(prompt + prefix ids, value)`` (its m-sample label,
+    ``mc_state``). With ``step_labels`` each of its completions whose first step does not end
+    the response also gives ``(state + first step ids, reward)``: a one-sample Monte Carlo
+    label of V(s + a_i), the value stage B scores (a terminal step is valued by its reward
+    there, so it is skipped). Does NOT deduplicate: a repeated step adds another sample of the
+    same value.
     """
     from dapo_bench.methods.dapo.advantages import candidates_from_completions
 
     out = []
     for r in mc_rows:
-        if r["value"] is None:  # every completion was an infrastructure error: no label
+        if r.value is None:  # every completion was an infrastructure error: no label
             continue
-        state = list(prompts[r["key"]]) + list(r["prefix_ids"])
-        out.append((state, float(r["value"]), r["problem_id"], True))
+        state = tuple(prompts[r.key]) + r.prefix_ids
+        out.append(CriticExample(state, float(r.value), r.problem_id, True))
         if not step_labels:
             continue
-        for c in r["completions"]:
+        for c in r.completions:
             cand = candidates_from_completions([c], splitter)
             if cand and not cand[0].terminal:
-                out.append((state + list(cand[0].ids), float(c["reward"]), r["problem_id"],
-                            False))
+                out.append(CriticExample(state + cand[0].ids, float(c.reward), r.problem_id,
+                                         False))
     return out
 
 
 def train_critic(
     vm: ValueModel,
     pad_id: int,
-    data: Sequence[tuple[Sequence[int], float]],
+    data: Sequence[CriticExample],
     cfg: CriticConfig,
     *,
     seed: int = 0,
@@ -131,14 +136,15 @@ def train_critic(
     ledger: Any = None,
     stage: str = "critic",
 ) -> Any:
-    """Soft-label BCE on ``(state ids, label)``; returns the loop's stats (history, counts)."""
+    """Soft-label BCE on each example's (state ids, label); returns the loop's stats (history,
+    counts)."""
     torch.manual_seed(seed)
     engine = make_engine(vm, cfg.optim, engine_cfg)
 
-    def loss_fn(rows: list[tuple[Sequence[int], float]]) -> LossOut:
-        b = _encode(pad_id, [c for c, _ in rows], cfg.max_length).to(vm.device)
+    def loss_fn(rows: list[CriticExample]) -> LossOut:
+        b = _encode(pad_id, [x.ids for x in rows], cfg.max_length).to(vm.device)
         logits = vm(b.input_ids, b.attention_mask)
-        labels = torch.tensor([y for _, y in rows], device=logits.device)
+        labels = torch.tensor([x.label for x in rows], device=logits.device)
         return LossOut(soft_bce(logits, labels), len(rows), b.n_tokens, counts=b.cuts)
 
     return train_loop(
@@ -146,7 +152,7 @@ def train_critic(
         lambda epoch: [[data[i] for i in b]
                        for b in shuffled_batches(len(data), cfg.batch_size, seed + epoch)],
         loss_fn, total_steps=steps_for(cfg.epochs, len(data), cfg.batch_size, whole_batches=False),
-        ledger=ledger, stage=stage, cost=lambda row: min(len(row[0]), cfg.max_length),
+        ledger=ledger, stage=stage, cost=lambda x: min(len(x.ids), cfg.max_length),
     )
 
 

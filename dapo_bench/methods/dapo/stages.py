@@ -9,6 +9,8 @@ the prompt ids plus a prefix of a rollout's ids cut at a step boundary (``StepSp
 candidate actions are the first steps of the completions' ids, and the critic, the reference
 log-probs and the actor score exactly those ids. Texts are kept beside them for reading only.
 Items over a stage's ``max_length`` are counted (``ctx.count``) and reported in results.json.
+Every artifact row is read and written through its dataclass in ``rows`` (``State``, ``McRow``,
+``AdvantageRow``, ``RefLogprobs``); ``rollouts.jsonl`` through ``Group``.
 
 Not covered: sharing one critic across iterations (each iteration trains its own).
 """
@@ -28,6 +30,7 @@ from dapo_bench.io import atomic_write_json, atomic_write_jsonl, read_json, read
 from dapo_bench.methods import canaries
 from dapo_bench.methods.context import RunContext
 from dapo_bench.methods.dapo.config import DapoConfig
+from dapo_bench.methods.dapo.rows import AdvantageRow, McRow, RefLogprobs, State
 from dapo_bench.methods.data import Scorer, count_infra, load_train_problems
 from dapo_bench.models import Policy
 from dapo_bench.training.rollouts import (
@@ -117,7 +120,7 @@ def state_key(problem_id: str, prefix_ids: list[int]) -> str:
 def states(ctx: RunContext, cfg: DapoConfig, problems: list[TrainProblem], d: Path) -> dict:
     by_id = {p.id: p for p in problems}
     splitter = StepSplitter(ctx.tokenizer)
-    out: list[dict] = []
+    out: list[State] = []
     seen, kept, kept_ok, unsolved = set(), 0, 0.0, 0
     rows = [group_from_row(r) for r in read_jsonl(d / "rollouts.jsonl")]
     for g in rows:
@@ -137,37 +140,22 @@ def states(ctx: RunContext, cfg: DapoConfig, problems: list[TrainProblem], d: Pa
                 if key in seen:
                     continue
                 seen.add(key)
-                out.append({"key": key, "problem_id": p.id, "prompt": p.prompt,
-                            "prompt_ids": list(p.prompt_ids), "prefix": splitter.text(
-                                s["prefix_ids"]), "prefix_ids": s["prefix_ids"], "t": s["t"]})
+                out.append(State(key, p.id, p.prompt, tuple(p.prompt_ids),
+                                 splitter.text(s["prefix_ids"]), tuple(s["prefix_ids"]), s["t"]))
     if cfg.solved_only and rows and unsolved == len(rows):
         raise UserError(f"{d / 'rollouts.jsonl'}: solved_only, and none of the {len(rows)} "
                         f"problems was solved by any of its {cfg.n_samples} responses: no "
                         f"states to label (raise n_samples, or use a stronger model)")
-    atomic_write_jsonl(d / "states.jsonl", out)
+    atomic_write_jsonl(d / "states.jsonl", (s.to_row() for s in out))
     return {"n_states": len(out), "kept_responses": kept,
             "kept_accuracy": kept_ok / max(kept, 1),
             **({"unsolved_problems": unsolved} if cfg.solved_only else {})}
 
 
-def _mc_row(state: dict, group) -> dict:
-    """An ``mc.jsonl`` row: the state's fields, its completions, its label, prompt tokens.
-    Completions the verifier failed on are masked (``Group.infra``): the label is the mean
-    over the others, and None (no label: the critic skips the state) when none is left."""
-    row = group.to_row("completions")
-    comps = row["completions"]
-    return {**{k: v for k, v in state.items() if k not in ("prompt", "prompt_ids")},
-            "completions": comps,
-            "value": sum(c["reward"] for c in comps) / len(comps) if comps else None,
-            "prompt_tokens": group.prompt_tokens,
-            **({"infra_errors": row["infra_errors"]} if group.infra else {})}
-
-
 def mc_labels(ctx: RunContext, cfg: DapoConfig, policy: Policy, scorer: Scorer, d: Path,
               stage: str, k: int) -> dict:
-    sts = {s["key"]: s for s in read_jsonl(d / "states.jsonl")}
-    reqs = [Request(key, s["problem_id"], s["prompt_ids"] + s["prefix_ids"], s["prefix"])
-            for key, s in sts.items()]
+    sts = {s.key: s for s in map(State.from_row, read_jsonl(d / "states.jsonl"))}
+    reqs = [Request(key, s.problem_id, s.ids, s.prefix) for key, s in sts.items()]
     gen = ctx.generator(policy)
     chunks: dict = {}
     with ctx.progress("mc labels", len(reqs), unit="states") as adv, \
@@ -175,7 +163,7 @@ def mc_labels(ctx: RunContext, cfg: DapoConfig, policy: Policy, scorer: Scorer, 
         groups = sample_groups(
             gen, reqs, cfg.mc_samples, scorer, params=_params(ctx, cfg, scorer, 2, k),
             chunk_size=cfg.gen_chunk, ledger=ctx.ledger, stage=stage, progress=adv, log=log,
-            to_row=lambda r, g: _mc_row(sts[r.key], g), shard=True, stats=chunks,
+            to_row=lambda r, g: McRow.of(sts[r.key], g).to_row(), shard=True, stats=chunks,
             until=_until(ctx),
         )
     vals = [sum(g.rewards) / len(g.rewards) for g in groups if g.rewards]
@@ -231,13 +219,13 @@ def critic(ctx: RunContext, cfg: DapoConfig, policy: Policy, d: Path, stage: str
     from dapo_bench.models import count_params, load_policy
     from dapo_bench.training.value import ValueModel
 
-    prompts = {s["key"]: s["prompt_ids"] for s in read_jsonl(d / "states.jsonl")}
-    data = critic_examples(read_jsonl(d / "mc.jsonl"), prompts, StepSplitter(ctx.tokenizer),
-                           step_labels=cfg.critic.step_labels)
+    prompts = {s.key: s.prompt_ids for s in map(State.from_row, read_jsonl(d / "states.jsonl"))}
+    data = critic_examples([McRow.from_row(r) for r in read_jsonl(d / "mc.jsonl")], prompts,
+                           StepSplitter(ctx.tokenizer), step_labels=cfg.critic.step_labels)
     frac = cfg.critic.heldout_frac
-    train = [x[:2] for x in data if not _heldout(x[2], frac)]
+    train = [x for x in data if not _heldout(x.problem_id, frac)]
     # the calibration report: held-out problems' MC states (m-sample labels) only
-    held = [x[:2] for x in data if x[3] and _heldout(x[2], frac)]
+    held = [x for x in data if x.mc_state and _heldout(x.problem_id, frac)]
     # the critic's backbone: a copy of pi_ref in memory (or another model, critic.model)
     lm, tok = (load_policy(cfg.critic.model) if cfg.critic.model
                else (policy.copy_model(), policy.tokenizer))
@@ -247,13 +235,12 @@ def critic(ctx: RunContext, cfg: DapoConfig, policy: Policy, d: Path, stage: str
     st = train_critic(vm, tok.pad_token_id, train, cfg.critic, seed=ctx.opts.seed,
                       engine_cfg=ctx.engine_cfg, ledger=ctx.ledger, stage=stage)
     ctx.count(stage, st.counts)
-    preds, _ = _scored(ctx, stage, [c for c, _ in held], lambda part, cb: score_values(
+    preds, _ = _scored(ctx, stage, [x.ids for x in held], lambda part, cb: score_values(
         vm, tok.pad_token_id, part, max_length=cfg.critic.max_length, on_batch=cb), vm)
     vm.save(tok, d / "critic")
-    cal = calibration(preds, [y for _, y in held], bins=cfg.critic.bins)
+    cal = calibration(preds, [x.label for x in held], bins=cfg.critic.bins)
     ctx.log(f"critic skill: {describe_skill(cal)}")
-    return {"n_train": len(train), "n_train_mc_states": sum(
-                x[3] for x in data if not _heldout(x[2], frac)),
+    return {"n_train": len(train), "n_train_mc_states": sum(x.mc_state for x in train),
             "n_heldout": len(held), "heldout": cal,
             "final_loss": st.history[-1]["loss"] if st.history else None,
             "history": st.history}
@@ -271,12 +258,12 @@ def advantages(ctx: RunContext, cfg: DapoConfig, d: Path, stage: str) -> dict:
 
     est = VALUE_ESTIMATORS.entry(cfg.advantage)
     splitter = StepSplitter(ctx.tokenizer)
-    sts = {s["key"]: s for s in read_jsonl(d / "states.jsonl")}
-    rows = read_jsonl(d / "mc.jsonl")
-    cands = [candidates_from_completions(r["completions"], splitter) for r in rows]
+    sts = {s.key: s for s in map(State.from_row, read_jsonl(d / "states.jsonl"))}
+    rows = [McRow.from_row(r) for r in read_jsonl(d / "mc.jsonl")]
+    cands = [candidates_from_completions(r.completions, splitter) for r in rows]
 
-    def state_ids(r: dict) -> tuple:
-        return tuple(sts[r["key"]]["prompt_ids"]) + tuple(r["prefix_ids"])
+    def state_ids(r: McRow) -> tuple:
+        return sts[r.key].prompt_ids + r.prefix_ids
 
     need = sorted({state_ids(r) + c.ids for r, cs in zip(rows, cands) for c in cs
                    if not c.terminal})
@@ -287,28 +274,28 @@ def advantages(ctx: RunContext, cfg: DapoConfig, d: Path, stage: str) -> dict:
         scores, _ = _scored(ctx, stage, need, lambda part, cb: score_values(
             vm, tok.pad_token_id, part, max_length=cfg.critic.max_length, on_batch=cb), vm)
         vals = dict(zip(need, scores))
-    out, n_act, n_term = [], 0, 0
+    out: list[AdvantageRow] = []
+    n_act, n_term = 0, 0
     for r, cs in zip(rows, cands):
-        s = sts[r["key"]]
         critic_v = [None if c.terminal else vals.get(state_ids(r) + c.ids) for c in cs]
         acts = state_advantages(cs, est.obj(cs, critic_v, cfg.mc_prior), cfg.min_spread)
         if acts is None:
             continue
         n_act += len(acts)
-        n_term += sum(a["eos"] for a in acts)
-        out.append({"key": r["key"], "problem_id": r["problem_id"], "prompt": s["prompt"],
-                    "prompt_ids": s["prompt_ids"], "prefix": r["prefix"],
-                    "prefix_ids": r["prefix_ids"], "actions": acts})
+        n_term += sum(a.eos for a in acts)
+        s = sts[r.key]
+        out.append(AdvantageRow(r.key, r.problem_id, s.prompt, s.prompt_ids, r.prefix,
+                                r.prefix_ids, acts))
     if dist.is_main():
-        atomic_write_jsonl(d / "advantages.jsonl", out)
+        atomic_write_jsonl(d / "advantages.jsonl", (s.to_row() for s in out))
     dist.barrier()
     return {"n_states": len(rows), "kept_states": len(out), "n_actions": n_act,
             "terminal_actions": n_term, "estimator": cfg.advantage,
             "scored_actions": len(vals)}
 
 
-def _reference(ctx: RunContext, model: Any, tok: Any, sts: list, cfg: DapoConfig, d: Path,
-               policy: Policy, stage: str) -> dict:
+def _reference(ctx: RunContext, model: Any, tok: Any, sts: list[AdvantageRow], cfg: DapoConfig,
+               d: Path, policy: Policy, stage: str) -> RefLogprobs:
     """log pi_ref of every kept action, cached in ``ref_logprobs.json`` with what it belongs to
     (the advantages file and the policy): a cache of other inputs is recomputed, not reused."""
     from dapo_bench.methods.dapo.actor import reference_logprobs
@@ -318,27 +305,26 @@ def _reference(ctx: RunContext, model: Any, tok: Any, sts: list, cfg: DapoConfig
     belongs = {"advantages": hash_bytes((d / "advantages.jsonl").read_bytes()),
                "policy": hash_path(policy.path), "max_length": cfg.actor.max_length}
     if cache.is_file():
-        ref = read_json(cache)
-        if ref.get("belongs_to") == belongs:
+        ref = RefLogprobs.from_row(read_json(cache))
+        if ref.belongs_to == belongs:
             return ref
         ctx.log("actor: cached reference log-probs belong to other inputs; recomputing")
     lps, tokens = _scored(ctx, stage + ".reference", sts, lambda part, cb: reference_logprobs(
         model, tok.pad_token_id, part, max_length=cfg.actor.max_length, on_batch=cb,
         batch_actions=score_batch(ctx)), model, charge=False)
-    ref = {"keys": [s["key"] for s in sts], "logprobs": lps, "tokens": tokens,
-           "belongs_to": belongs}
+    ref = RefLogprobs(tuple(s.key for s in sts), tuple(map(tuple, lps)), tokens, belongs)
     if dist.is_main():
-        atomic_write_json(cache, ref)
+        atomic_write_json(cache, ref.to_row())
     dist.barrier()
     return ref
 
 
 def actor(ctx: RunContext, cfg: DapoConfig, policy: Policy, d: Path, stage: str) -> dict:
     from dapo_bench.methods.dapo.actor import dapo_actor_loss, reference_logprobs, train_actor
-    sts = read_jsonl(d / "advantages.jsonl")
+    sts = [AdvantageRow.from_row(r) for r in read_jsonl(d / "advantages.jsonl")]
     model, tok = policy.model, policy.tokenizer  # pi_ref, trained in place into the actor
     ref = _reference(ctx, model, tok, sts, cfg, d, policy, stage)
-    ctx.ledger.add_inf(stage, ref["tokens"])
+    ctx.ledger.add_inf(stage, ref.tokens)
     if not sts:
         ctx.log("actor: no state kept by the advantage filter; the policy is unchanged")
         ctx.save_trained(policy, d / "actor")
@@ -346,7 +332,7 @@ def actor(ctx: RunContext, cfg: DapoConfig, policy: Policy, d: Path, stage: str)
     from dapo_bench.training import budget
 
     acfg = dataclasses.replace(cfg.actor, epochs=int(budget.epochs(ctx.ledger, cfg.actor.epochs)))
-    st = train_actor(model, tok.pad_token_id, sts, ref["logprobs"], beta=cfg.beta,
+    st = train_actor(model, tok.pad_token_id, sts, ref.logprobs, beta=cfg.beta,
                      cfg=acfg, seed=ctx.opts.seed, engine_cfg=ctx.engine_cfg,
                      ledger=ctx.ledger, stage=stage)
     ctx.count(stage, st.counts)
@@ -361,8 +347,8 @@ def actor(ctx: RunContext, cfg: DapoConfig, policy: Policy, d: Path, stage: str)
                                                     on_batch=cb, batch_actions=score_batch(ctx)),
                                  model, charge=False)
     flat = lambda xs: torch.tensor([x for row in xs for x in row])
-    adv = torch.tensor([a["adv"] for s in sts for a in s["actions"]])
-    _, final = dapo_actor_loss(flat(after), flat(ref["logprobs"]), adv, cfg.beta)
+    adv = torch.tensor([a.adv for s in sts for a in s.actions])
+    _, final = dapo_actor_loss(flat(after), flat(ref.logprobs), adv, cfg.beta)
     ctx.log(f"actor: {st.steps} steps; after training loss {final['loss']:.4g}, sign agreement "
             f"{final['sign_agree']:.3f}, mean |log-ratio| {final['abs_log_ratio']:.3f}")
     # the paper's stopping rule (actor.stop_tol > 0): the step it stopped at, or None
