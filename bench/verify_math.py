@@ -28,7 +28,7 @@ Math-Verify``); its regression cases are read from its ``tests/`` now, at bench 
   ``--real-rev REV`` times (and profiles) commit REV's CLI beside ours.
 
 Single process each: ours with ``workers=1`` (one sympy worker used sequentially), math-verify
-in this process; both get the same untimed warm-up (``serve.WARM_UP``). Per set: right (vs
+in this process; both get the same untimed warm-up (``worker.WARM_UP``). Per set: right (vs
 the expected verdict), false "equal", agreement between the two, ours-equal where
 math-verify says unequal, pairs/s and the speed ratio; then a markdown table of it all.
 """
@@ -65,7 +65,7 @@ def _run_ours(pairs, workers: int):
 
 
 def _warm_math_verify():
-    from dapo_bench.verifiers.math.serve import WARM_UP
+    from dapo_bench.verifiers.math.worker import WARM_UP
     from math_verify import parse, verify
 
     for g, r in WARM_UP:  # the same parser warm-up our workers do at start, not timed

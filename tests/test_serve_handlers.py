@@ -18,7 +18,7 @@ import time
 import pytest
 from dapo_bench.verifiers.code import CodeVerifier
 from dapo_bench.verifiers.math import verify as math_verify
-from dapo_bench.verifiers.math.worker import WorkerPool
+from dapo_bench.verifiers.math.pool import WorkerPool
 
 from dapo_bench.errors import UserError
 from dapo_bench.serve.app import (
@@ -203,7 +203,7 @@ def test_a_dead_math_worker_fails_the_call_that_takes_it_and_is_counted():
     """The pool alone: a worker killed while idle fails the call that takes it (WorkerDied:
     the verdict is verifier_error, rerun by the server) and is counted lost; the next call
     starts another; closing the pool loses nothing."""
-    from dapo_bench.verifiers.math.worker import WorkerDied
+    from dapo_bench.verifiers.math.pool import WorkerDied
 
     pool = WorkerPool(1)
     try:

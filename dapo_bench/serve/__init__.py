@@ -2,8 +2,8 @@
 ``dapo-bench verify`` that the CLI and the server share (``rows``).
 
 ``app`` (Starlette, run by uvicorn): the endpoints, each a function over an ``AppState``,
-validation and refusals; ``engine``: the verifier workers it drives, admission, reruns of
-infrastructure errors, the workers' health as the verifiers' own pools report it; ``metrics``:
-Prometheus. Imports the verifiers and the ground floor only, never torch, and runs no
+validation and refusals; ``verifying``: the verifier workers it drives, admission, reruns
+of infrastructure errors, the workers' health as the verifiers' own pools report it;
+``prometheus``: its metrics. Imports the verifiers and the ground floor only, never torch, and runs no
 candidate code itself. Importing this package is cheap (``rows`` needs no web stack).
 """

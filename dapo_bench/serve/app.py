@@ -10,7 +10,7 @@ body over the limit, 429 with ``Retry-After`` when the admitted items would exce
 (its reward would be a number a policy learns from; OpenRLHF's client retries) and from
 ``/health`` while starting. A refusal's line also goes to the server's stderr, once per
 distinct message (OpenRLHF's client logs only the status). Verdicts come from
-:class:`~dapo_bench.serve.engine.Engine`; rows are :func:`~dapo_bench.serve.rows.verdict_row`,
+:class:`~dapo_bench.serve.verifying.Engine`; rows are :func:`~dapo_bench.serve.rows.verdict_row`,
 as ``dapo-bench verify`` writes them.
 
 ``/get_reward``'s verifier: the request's ``verifier`` field, else the path's, else the
@@ -27,7 +27,7 @@ response and counts it; :func:`lifespan` starts and stops the engine; :func:`bui
 wires routes to them. ``/health``'s worker pids and ``worker_restarts_total`` come from the
 verifiers' own pools (``Engine.worker_health``).
 
-Not here: worker management (``engine``), the command line (``commands/serve.py``).
+Not here: worker management (``verifying``), the command line (``commands/serve.py``).
 """
 
 from __future__ import annotations
@@ -49,9 +49,9 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from dapo_bench.errors import UserError
-from dapo_bench.serve.engine import Engine
-from dapo_bench.serve.metrics import Metrics
+from dapo_bench.serve.prometheus import Metrics
 from dapo_bench.serve.rows import check_item, verdict_row
+from dapo_bench.serve.verifying import Engine
 from dapo_bench.verifiers.base import VERIFIERS, short, verifier_for_label
 
 OPTIONS = ("explain",)

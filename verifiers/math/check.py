@@ -2,7 +2,7 @@
 
 :func:`fast_compare` runs in the calling process without sympy and answers True, False or
 None ("needs sympy"); ``symbolic.full_compare`` (run inside the bounded worker, see
-``worker.py``) settles the rest with sympy, calling this module's leaf rule first (symbolic
+``pool.py``) settles the rest with sympy, calling this module's leaf rule first (symbolic
 imports check, never the reverse). Both walk the same :mod:`structure` tree with the same
 :mod:`match` rules, so lists, tuples, labels, relations and intervals behave the same on both.
 

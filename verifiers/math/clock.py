@@ -6,7 +6,7 @@ the caller's thread. Its loops are linear in what they read, and the long ones c
 limit(t):`` sets the deadline (a ``time.perf_counter()`` value) for this thread, and
 :class:`OutOfTime` ends the reading; the verdict is then ``timeout``, an infrastructure
 outcome, never a 0. The sympy part runs in a worker process that is killed at the time left
-(``worker.py``). Pure Python; each check costs about 0.1 us, made every few hundred steps.
+(``pool.py``). Pure Python; each check costs about 0.1 us, made every few hundred steps.
 """
 
 from __future__ import annotations

@@ -25,8 +25,8 @@ from dapo_bench.verifiers.math.extract import (
 from dapo_bench.verifiers.math.match import Trace
 from dapo_bench.verifiers.math.normalize import MAX_ANSWER, TooLarge
 from dapo_bench.verifiers.math.numeric import compare
+from dapo_bench.verifiers.math.pool import Timeout, WorkerDied, WorkerError, WorkerPool
 from dapo_bench.verifiers.math.structure import Node
-from dapo_bench.verifiers.math.worker import Timeout, WorkerDied, WorkerError, WorkerPool
 
 from dapo_bench.errors import UserError
 

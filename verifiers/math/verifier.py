@@ -42,9 +42,9 @@ from typing import Any, ClassVar
 
 from dapo_bench.verifiers.base import VERIFIERS, Kind, Verdict, WorkerHealth, structured
 from dapo_bench.verifiers.math.item import Pending, fast, fast_many, gold_forms, slow, verdict
+from dapo_bench.verifiers.math.pool import Timeout, WorkerError, WorkerPool
 from dapo_bench.verifiers.math.probes import ATTACKS, GOLD, decoy_gold
 from dapo_bench.verifiers.math.votes import normalize_answer
-from dapo_bench.verifiers.math.worker import Timeout, WorkerError, WorkerPool
 
 from dapo_bench.errors import UserError
 

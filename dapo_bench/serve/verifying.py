@@ -36,7 +36,7 @@ import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
-from dapo_bench.serve.metrics import Metrics
+from dapo_bench.serve.prometheus import Metrics
 from dapo_bench.verifiers.base import VERIFIERS, Verdict, WorkerHealth
 
 
