@@ -27,10 +27,9 @@ Ids = tuple[int, ...]
 
 
 @dataclass(frozen=True)
-class State:
-    """A ``states.jsonl`` row: state s_t of problem ``problem_id``, the prompt (text and ids) and
-    the steps a_0..a_{t-1} of one kept rollout (``prefix``, ``prefix_ids``), as generated.
-    ``key`` (``stages.state_key``) names it in every later artifact."""
+class _Prefixed:
+    """What a state row and an advantages row both begin with: the state's key, its problem,
+    the prompt (text and ids) and the prefix of steps (text and ids), in that order on disk."""
 
     key: str
     problem_id: str
@@ -38,22 +37,42 @@ class State:
     prompt_ids: Ids
     prefix: str
     prefix_ids: Ids
+
+    @property
+    def context(self) -> list[int]:
+        """The state's ids: prompt + prefix."""
+        return list(self.prompt_ids) + list(self.prefix_ids)
+
+    @staticmethod
+    def _head(row: dict) -> tuple[str, str, str, Ids, str, Ids]:
+        return (row["key"], row["problem_id"], row["prompt"], tuple(row["prompt_ids"]),
+                row["prefix"], tuple(row["prefix_ids"]))
+
+    def _head_row(self) -> dict:
+        return {"key": self.key, "problem_id": self.problem_id, "prompt": self.prompt,
+                "prompt_ids": list(self.prompt_ids), "prefix": self.prefix,
+                "prefix_ids": list(self.prefix_ids)}
+
+
+@dataclass(frozen=True)
+class State(_Prefixed):
+    """A ``states.jsonl`` row: state s_t of problem ``problem_id``, the prompt (text and ids) and
+    the steps a_0..a_{t-1} of one kept rollout (``prefix``, ``prefix_ids``), as generated.
+    ``key`` (``stages.state_key``) names it in every later artifact."""
+
     t: int
 
     @property
     def ids(self) -> list[int]:
         """The state's context: prompt + prefix ids."""
-        return list(self.prompt_ids) + list(self.prefix_ids)
+        return self.context
 
     @classmethod
     def from_row(cls, row: dict) -> State:
-        return cls(row["key"], row["problem_id"], row["prompt"], tuple(row["prompt_ids"]),
-                   row["prefix"], tuple(row["prefix_ids"]), row["t"])
+        return cls(*cls._head(row), row["t"])
 
     def to_row(self) -> dict:
-        return {"key": self.key, "problem_id": self.problem_id, "prompt": self.prompt,
-                "prompt_ids": list(self.prompt_ids), "prefix": self.prefix,
-                "prefix_ids": list(self.prefix_ids), "t": self.t}
+        return {**self._head_row(), "t": self.t}
 
 
 @dataclass(frozen=True)
@@ -134,34 +153,18 @@ class Action:
 
 
 @dataclass(frozen=True)
-class AdvantageRow:
+class AdvantageRow(_Prefixed):
     """An ``advantages.jsonl`` row: a state kept by the advantage filter and its unique
     actions, in first-seen order (what the actor trains on)."""
 
-    key: str
-    problem_id: str
-    prompt: str
-    prompt_ids: Ids
-    prefix: str
-    prefix_ids: Ids
     actions: tuple[Action, ...]
-
-    @property
-    def context(self) -> list[int]:
-        """The state's ids: prompt + prefix."""
-        return list(self.prompt_ids) + list(self.prefix_ids)
 
     @classmethod
     def from_row(cls, row: dict) -> AdvantageRow:
-        return cls(row["key"], row["problem_id"], row["prompt"], tuple(row["prompt_ids"]),
-                   row["prefix"], tuple(row["prefix_ids"]),
-                   tuple(Action.from_row(a) for a in row["actions"]))
+        return cls(*cls._head(row), tuple(Action.from_row(a) for a in row["actions"]))
 
     def to_row(self) -> dict:
-        return {"key": self.key, "problem_id": self.problem_id, "prompt": self.prompt,
-                "prompt_ids": list(self.prompt_ids), "prefix": self.prefix,
-                "prefix_ids": list(self.prefix_ids),
-                "actions": [a.to_row() for a in self.actions]}
+        return {**self._head_row(), "actions": [a.to_row() for a in self.actions]}
 
 
 @dataclass(frozen=True)
