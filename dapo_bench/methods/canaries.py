@@ -22,7 +22,8 @@ Each verifier makes its own impossible gold (its class's ``impossible_gold``):
   HumanEval's ``check`` must both pass and fail on the same candidate. A deterministic program
   passes at most one half; a pass means the program told the runs apart or beat the harness.
 
-Sampling (:class:`Canaries`): GRPO/PPO sample ``F * prompts_per_step`` canaries per online step
+Sampling (:class:`Canaries`, run by :class:`CanaryHook`, a hook every run registers: no method
+calls it, each tells the run of its sampling passes, ``RunContext.sampled``): GRPO/PPO sample ``F * prompts_per_step`` canaries per online step
 on average (step s takes ``floor((s+1) P F) - floor(s P F)`` of them, in a seeded order) from
 the weights that sampled the step, before the update; RFT, DPO and DAPO sample ``ceil(F *
 problems)`` canaries after each rollouts stage (DAPO: every iteration). Canaries go through the
@@ -54,7 +55,7 @@ from typing import Any
 from dapo_bench import dist
 from dapo_bench.errors import RunStopped
 from dapo_bench.io import read_jsonl
-from dapo_bench.methods.context import RunContext
+from dapo_bench.methods.context import RunContext, Sampled
 from dapo_bench.tasks.task import Problem, Task
 from dapo_bench.training.rollouts import Group, Request, sample_groups
 
@@ -153,12 +154,28 @@ class Canaries:
                 "infra_errors": len(g.infra)}
 
 
-def offline(ctx: RunContext, scorer: Any, generator: Any, n_problems: int, n: int, params: Any,
-            stage: str, encode: Callable[[Task], list]) -> None:
-    """An offline rollouts stage's canaries: ``ceil(F * n_problems)``, ``n`` samples each."""
-    if ctx.opts.canaries:
-        c = Canaries.make(ctx, scorer, pool_size(ctx.opts.canaries, n_problems), encode)
-        c.watch(generator, c.items, n, params, stage)
+class CanaryHook:
+    """The canaries as a hook of the run (``RunContext.hooks``, registered by ``run/train.py``):
+    with ``--canaries F``, after an offline pass ``ceil(F * n_problems)`` canaries, ``n``
+    samples each; after online step s its share of a pool of ``ceil(F * n_problems)`` made at
+    the stage's first step (``Canaries.online_share``), logged as step s + 1."""
+
+    def __init__(self) -> None:
+        self._online: dict[str, Canaries] = {}  # stage -> its pool
+
+    def __call__(self, ctx: RunContext, ev: Sampled) -> None:
+        if not ctx.opts.canaries:
+            return
+        size = pool_size(ctx.opts.canaries, ev.n_problems)
+        if ev.step is None:
+            c = Canaries.make(ctx, ev.scorer, size, ev.encode)
+            c.watch(ev.generator, c.items, ev.n, ev.params, ev.stage)
+            return
+        if ev.stage not in self._online:
+            self._online[ev.stage] = Canaries.make(ctx, ev.scorer, size, ev.encode)
+        c = self._online[ev.stage]
+        c.watch(ev.generator, c.online_share(ev.step, ev.n_prompts), ev.n, ev.params, ev.stage,
+                ev.step + 1)
 
 
 def summary(path: Path, frac: float | None = None) -> dict:

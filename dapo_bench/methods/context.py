@@ -28,6 +28,13 @@ steps; online steps for GRPO/PPO) (``stages/<name>.ckpt/``,
 :mod:`dapo_bench.training.checkpoint`) and a rerun resumes from the last one; the dir goes
 once the marker is written.
 
+Hooks: what watches a run without being part of any method (the canaries of
+``methods/canaries.py``; a monitor) is a function ``hook(ctx, event)`` the run registers once
+(``run/train.py``: ``ctx.hooks``). Methods tell the run of each sampling pass of their policy,
+whatever they go on to do with it, through :meth:`RunContext.sampled` (a :class:`Sampled`: the
+stage, what sampled, the scorer, the parameters; the online step); every hook sees every pass.
+A new concern registers a hook there and touches no method (docs/architecture.md).
+
 Not covered: resuming in the middle of a stage that is neither append-only nor checkpointed
 (eval stages rerun their unfinished tasks from the samples log).
 """
@@ -49,6 +56,29 @@ from dapo_bench.models import Policy
 from dapo_bench.training import checkpoint
 
 
+@dataclasses.dataclass(frozen=True)
+class Sampled:
+    """One sampling pass of a method's policy, as the run's hooks see it: ``n`` samples per
+    prompt from ``generator`` (the weights that sampled) with ``params``, judged by ``scorer``
+    (the training task's ``methods.data.Scorer``); ``encode(task)`` is how the run turns a
+    task's problems into prompts (``methods.data.load_train_problems``). Offline passes (a
+    rollouts stage) have ``step`` None and ``n_problems`` the problems sampled; an online step
+    has its ``step`` (0-based), ``n_prompts`` its prompts, and ``n_problems`` the run's."""
+
+    stage: str
+    generator: Any
+    scorer: Any
+    n_problems: int
+    n: int
+    params: Any
+    encode: Callable[[Any], list]
+    step: int | None = None
+    n_prompts: int = 0
+
+
+Hook = Callable[["RunContext", Sampled], None]
+
+
 class RunContext:
     """What a method sees: run dir, options, ledger, stages, progress, models and data."""
 
@@ -64,6 +94,7 @@ class RunContext:
         self._tokenizer: Any = None
         self._gen: Any = None
         self._gen_policy: Policy | None = None
+        self.hooks: list[Hook] = []  # registered once by the run (run/train.py)
 
     @property
     def reference(self) -> str:
@@ -105,6 +136,11 @@ class RunContext:
         DeepSpeed engine (which owns its module) the model is let go; the next stage reads
         the saved dir."""
         return self.adopt(policy.save(out_dir, keep=self.engine_cfg.name == "torch"))
+
+    def sampled(self, event: Sampled) -> None:
+        """Tell every hook of the run of a sampling pass (module docstring: Hooks)."""
+        for hook in self.hooks:
+            hook(self, event)
 
     def count(self, stage: str, counts: dict[str, int]) -> None:
         """Add to a stage's counts (kept in its marker and reported in results.json)."""

@@ -171,10 +171,10 @@ def rollout_stage(ctx: RunContext, cfg: OfflineSampling) -> tuple[list[Group], d
     Returns the groups and the prompt ids of each problem id. With a FLOP target
     (``training.budget``) sampling walks through the whole split, in order, until it has spent
     ``rollout_frac`` of the budget (training gets the rest); without one it samples the first
-    ``n_problems``. With ``--canaries`` the stage then samples the run's canaries
-    (``methods.canaries``: logged, never in the groups returned)."""
+    ``n_problems``. The run's hooks are then told of the pass (``RunContext.sampled``: with
+    ``--canaries`` they sample the canaries, logged, never in the groups returned)."""
     from dapo_bench.generation.base import SamplingParams
-    from dapo_bench.methods import canaries
+    from dapo_bench.methods.context import Sampled
     from dapo_bench.training import budget
     from dapo_bench.training.rollouts import sample_groups
 
@@ -195,9 +195,9 @@ def rollout_stage(ctx: RunContext, cfg: OfflineSampling) -> tuple[list[Group], d
                     ctx.generator(ctx.reference), [Request.for_problem(p) for p in problems],
                     cfg.samples_per_prompt, scorer, params=params, chunk_size=cfg.chunk, ledger=led,
                     stage="rollouts", progress=advance, until=led.exhausted)
-            canaries.offline(ctx, scorer, ctx.generator(ctx.reference), len(groups),
-                             cfg.samples_per_prompt, params, "rollouts",
-                             lambda task: load_train_problems(ctx, task=task))
+            ctx.sampled(Sampled("rollouts", ctx.generator(ctx.reference), scorer, len(groups),
+                                cfg.samples_per_prompt, params,
+                                lambda task: load_train_problems(ctx, task=task)))
         finally:
             scorer.close()
         count_infra(ctx, "rollouts", groups)

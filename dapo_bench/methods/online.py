@@ -19,7 +19,7 @@ from typing import Any
 
 from dapo_bench.errors import UserError
 from dapo_bench.methods.base import MethodOutput, train_stage
-from dapo_bench.methods.context import RunContext
+from dapo_bench.methods.context import RunContext, Sampled
 
 
 def check_online_config(cfg: Any) -> None:
@@ -68,7 +68,7 @@ def run_online(ctx: RunContext, cfg: Any, train_fn: Callable) -> MethodOutput:
 
                 history = train_fn(policy, problems, cfg, ledger=ctx.ledger, score=scorer,
                                    stage="train", seed=ctx.opts.seed, engine_cfg=ctx.engine_cfg,
-                                   on_log=log, watch=canary_watch(ctx, scorer, problems))
+                                   on_log=log, watch=_told(ctx, scorer, problems))
             save_policy(policy.model, policy.tokenizer, out_dir)
             ctx.count("train", {k: sum(h[k] for h in history)
                                 for k in ("rows", "context_cut", "response_cut")})
@@ -84,20 +84,14 @@ def run_online(ctx: RunContext, cfg: Any, train_fn: Callable) -> MethodOutput:
     return train_stage(ctx, work, out_dir)
 
 
-def canary_watch(ctx: RunContext, scorer: Any, problems: list) -> Callable | None:
-    """With ``--canaries F``: after each online step's sampling, F * its prompts canaries on
-    average, as many samples each as a prompt gets, from the same weights
-    (``methods.canaries``)."""
-    if not ctx.opts.canaries:
-        return None
-    from dapo_bench.methods.canaries import Canaries, pool_size
+def _told(ctx: RunContext, scorer: Any, problems: list) -> Callable:
+    """The online loop's ``watch``: each step's sampling, told to the run's hooks
+    (``RunContext.sampled``; with ``--canaries`` they sample the step's canaries from the same
+    weights, before the update)."""
     from dapo_bench.methods.data import load_train_problems
 
-    canaries = Canaries.make(ctx, scorer, pool_size(ctx.opts.canaries, len(problems)),
-                             lambda task: load_train_problems(ctx, task=task))
-
     def watch(policy: Any, step: int, n_prompts: int, params: Any) -> None:
-        canaries.watch(policy.generator, canaries.online_share(step, n_prompts), params.n,
-                       params, "train", step + 1)
+        ctx.sampled(Sampled("train", policy.generator, scorer, len(problems), params.n, params,
+                            lambda task: load_train_problems(ctx, task=task), step, n_prompts))
 
     return watch

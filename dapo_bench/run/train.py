@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,11 +25,15 @@ from dapo_bench.config import to_dict
 from dapo_bench.io import check_out_dir, check_run_id
 from dapo_bench.methods import METHODS
 from dapo_bench.methods.base import MethodSpec
-from dapo_bench.methods.context import RunContext
+from dapo_bench.methods.canaries import CanaryHook
+from dapo_bench.methods.context import Hook, RunContext
 from dapo_bench.nodes import check_shared_dir
 from dapo_bench.run.options import RunOptions, resolve_config, resolve_options
 from dapo_bench.run.rundir import claim_run_dir, default_run_id
 
+# The hooks every run registers (``RunContext.sampled``): one fresh instance per run. A new
+# concern that watches sampling (a monitor, a budget) is one entry here; no method changes.
+HOOKS: list[Callable[[], Hook]] = [CanaryHook]
 
 def run_training(
     method: str,
@@ -65,6 +70,7 @@ def run_training(
     check_shared_dir(run_dir)  # every node sees this folder, or every rank stops here
     t0 = time.perf_counter()
     ctx = RunContext(run_dir, opts, n_params, method)
+    ctx.hooks.extend(make() for make in HOOKS)  # what watches every sampling pass
     ctx.adopt(ref)  # loaded once: the first stage that uses the reference takes this one
     ctx.log(f"run dir {run_dir} (method {method}, preset {preset})")
     try:

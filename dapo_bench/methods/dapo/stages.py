@@ -27,8 +27,7 @@ from dapo_bench import dist
 from dapo_bench.errors import UserError
 from dapo_bench.generation.base import SamplingParams
 from dapo_bench.io import atomic_write_json, atomic_write_jsonl, read_json, read_jsonl
-from dapo_bench.methods import canaries
-from dapo_bench.methods.context import RunContext
+from dapo_bench.methods.context import RunContext, Sampled
 from dapo_bench.methods.dapo.config import DapoConfig
 from dapo_bench.methods.dapo.rows import AdvantageRow, McRow, RefLogprobs, State
 from dapo_bench.methods.data import Scorer, count_infra, load_train_problems
@@ -101,9 +100,9 @@ def rollouts(ctx: RunContext, cfg: DapoConfig, policy: Policy, problems: list[Tr
         )
     acc = [sum(g.rewards) / len(g.rewards) for g in groups if g.rewards]
     count_infra(ctx, stage, groups)
-    canaries.offline(ctx, scorer, gen, len(problems), cfg.n_samples,
-                     _params(ctx, cfg, scorer, 1, k), stage,
-                     lambda task: load_train_problems(ctx, task=task))
+    ctx.sampled(Sampled(stage, gen, scorer, len(problems), cfg.n_samples,
+                        _params(ctx, cfg, scorer, 1, k),
+                        lambda task: load_train_problems(ctx, task=task)))
     return {"chunks": chunks,
         "n_problems": len(groups), "n_responses": sum(len(g.rollouts) for g in groups),
         "accuracy": sum(acc) / max(len(acc), 1),
