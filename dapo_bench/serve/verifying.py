@@ -37,7 +37,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 
 from dapo_bench.serve.prometheus import Metrics
-from dapo_bench.verifiers.base import VERIFIERS, Verdict, WorkerHealth
+from dapo_bench.verifiers.base import VERIFIERS, Kind, Verdict, WorkerHealth
 
 
 def serialize_ast_parse() -> None:
@@ -60,7 +60,7 @@ def serialize_ast_parse() -> None:
         with lock:
             return parse(*args, **kwargs)
 
-    serialized.serialized = True
+    setattr(serialized, "serialized", True)  # noqa: B010 - mypy sees no attributes on a def
     ast.parse = serialized
 
 
@@ -75,7 +75,7 @@ class _Shared:
     """One instance of a thread-safe verifier with *workers* workers, a batch at a time from
     several threads; an item that failed in the verifier itself is rerun once."""
 
-    def __init__(self, name: str, cls: type, workers: int, opts: dict, metrics: Metrics):
+    def __init__(self, name: str, cls: type[Kind], workers: int, opts: dict, metrics: Metrics):
         self.name, self.metrics = name, metrics
         self.verifier = cls(workers=workers, **cls.serve_options, **opts)
         self.exec = ThreadPoolExecutor(workers + 1, thread_name_prefix=name)
@@ -111,7 +111,7 @@ class _Lanes:
     """*workers* instances of one worker each; an item takes a free lane, so a slow item holds
     one lane, not a batch; an item that failed in the verifier itself is rerun once."""
 
-    def __init__(self, name: str, cls: type, workers: int, opts: dict, metrics: Metrics):
+    def __init__(self, name: str, cls: type[Kind], workers: int, opts: dict, metrics: Metrics):
         self.name, self.metrics = name, metrics
         self.all = [cls(workers=1, **cls.serve_options, **opts) for _ in range(workers)]
         self.free: queue.Queue = queue.Queue()

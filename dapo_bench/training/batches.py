@@ -51,9 +51,8 @@ class PairBatch:
     def to(self, device: Any) -> PairBatch:
         if self.input_ids.device == torch.device(device):
             return self
-        return PairBatch(*(t.to(device) for t in (self.input_ids, self.attention_mask,
-                                                   self.response_mask)),
-                         self.context_cut, self.response_cut)
+        return PairBatch(self.input_ids.to(device), self.attention_mask.to(device),
+                         self.response_mask.to(device), self.context_cut, self.response_cut)
 
 
 def pack_pairs(contexts: Sequence[Sequence[int]], responses: Sequence[Sequence[int]], *,

@@ -37,7 +37,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import torch
 
@@ -71,7 +71,8 @@ class OnlinePolicy:
         self.generator = generator
         own = getattr(generator, "model", None)
         self.in_place = isinstance(own, torch.nn.Module)
-        if self.in_place:
+        self.model: torch.nn.Module
+        if isinstance(own, torch.nn.Module):  # in place
             self.model, self.tokenizer = own, generator.tokenizer
         else:
             self.model, self.tokenizer = load_policy(model_dir)
@@ -119,7 +120,9 @@ def groups_to_batch(tokenizer: Any, prompts: dict[str, Sequence[int]], groups: S
     """Every rollout of ``groups`` as a (prompt ids, generated ids) row; ``prompts``: key ->
     prompt ids."""
     rows = [(g, r) for g in groups for r in g.rollouts]
-    batch = pack_pairs([prompts[g.key] for g, _ in rows], [r.token_ids for _, r in rows],
+    # a sampled rollout has its ids (sample_chunk refuses a backend that returns none)
+    ids = cast("list[Sequence[int]]", [r.token_ids for _, r in rows])
+    batch = pack_pairs([prompts[g.key] for g, _ in rows], ids,
                        pad_id=tokenizer.pad_token_id, max_length=max_length)
     return RolloutBatch(batch, [r.reward for _, r in rows], [g.problem_id for g, _ in rows],
                         infra_errors(groups))

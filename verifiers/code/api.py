@@ -233,10 +233,10 @@ class CodeVerifier(Kind):
                             "(known: timeout, workers, limits)")
         if isinstance(limits, dict):
             limits = Limits.from_dict(limits)
-        limits = limits or Limits()
+        lim: Limits = limits or Limits()
         if timeout is not None:
-            limits = Limits.from_dict(dict(limits.to_dict(), time_s=float(timeout)))
-        self.limits, self.workers = limits, workers
+            lim = Limits.from_dict(dict(lim.to_dict(), time_s=float(timeout)))
+        self.limits, self.workers = lim, workers
         self._runner: _Runner | None = None
         self._lock = threading.Lock()  # one pool, even when first called from several threads
 

@@ -19,11 +19,12 @@ from builtins import (  # noqa: UP029 - see harness.py
     range,
     type,
 )
+from collections.abc import Sequence
 
 _U32 = struct.Struct("<I")
 
 
-def encode(header: dict, blobs: list[bytes] = ()) -> bytes:
+def encode(header: dict, blobs: Sequence[bytes] = ()) -> bytes:
     h = dict(header, _blobs=len(blobs))
     hb = json.dumps(h, ensure_ascii=False).encode("utf-8", "surrogatepass")
     parts = [_U32.pack(len(hb)), hb]
@@ -39,7 +40,7 @@ def write_all(fd: int, data: bytes) -> None:
         view = view[n:]
 
 
-def send(fd: int, header: dict, blobs: list[bytes] = ()) -> None:
+def send(fd: int, header: dict, blobs: Sequence[bytes] = ()) -> None:
     write_all(fd, encode(header, blobs))
 
 
@@ -87,7 +88,7 @@ def recv(fd: int, limit: int | None = None) -> tuple[dict, list[bytes]] | None:
 
 def parse_stream(buf: bytearray) -> list[tuple[dict, list[bytes]]]:
     """Split the complete frames off the front of ``buf`` (in place); keep the partial tail."""
-    out = []
+    out: list[tuple[dict, list[bytes]]] = []
     while True:
         if len(buf) < 4:
             return out

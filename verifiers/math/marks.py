@@ -36,6 +36,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 from collections import deque
+from typing import TypeGuard
 
 from dapo_bench.verifiers.math.clock import ticks
 from dapo_bench.verifiers.math.reading import after_is, answer_in, is_bare, mathy, words_answer
@@ -151,10 +152,12 @@ def box_stands(text: str, found: list[Box]) -> str | None:
 _MARKUP_ONLY = re.compile(r"[\s#*_=~`>|.:,;!?()\[\]{}-]*")
 
 
-def states(ans: str | None) -> bool:
+def states(ans: str | None) -> TypeGuard[str]:
     """An answer that says something: not markup or punctuation alone (``##``, ``**``,
     ``---``: what a degenerate tail puts after a heading)."""
-    return bool(ans) and not _MARKUP_ONLY.fullmatch(ans)
+    if not ans:
+        return False
+    return not _MARKUP_ONLY.fullmatch(ans)
 
 
 def marked_answer(text: str, spans: list[Span], found: list[Box]) -> tuple[str, str] | None:
@@ -172,14 +175,18 @@ def marked_answer(text: str, spans: list[Span], found: list[Box]) -> tuple[str, 
                     if _outside(spans, starts, m.start())), maxlen=TRIES)
     phrases = deque((m for m in ticks(_STRONG.finditer(text, pos)) if _outside(spans, starts,
                      m.start()) and not any(a <= m.start() < b for a, b in ranges)), maxlen=TRIES)
-    marks = [(m.start(), "heading", m) for m in heads]
+    marks: list[tuple[int, str, re.Match | None]] = [(m.start(), "heading", m) for m in heads]
     marks += [(m.start(), "####", m) for m in hashes]
     marks += [(m.start(), "phrase", m) for m in phrases]
     if found:
         marks.append((found[-1].start, "box", None))
     read = {"heading": _heading_answer, "####": _hashes_answer, "phrase": _phrase_answer}
     for _, how, m in sorted(marks, key=lambda c: c[0], reverse=True):
-        ans = joined(last_box_group(text, found)) if how == "box" else read[how](text, m)
+        if how == "box":
+            ans = joined(last_box_group(text, found))
+        else:
+            assert m is not None  # only the box's mark has no match
+            ans = read[how](text, m)
         if states(ans):
             return ans, how
     return None

@@ -69,7 +69,9 @@ def _call(name: str, inner: str) -> str:
         return "e^{" + inner + "}"
     if name == "abs":
         return "|" + inner + "|"
-    return _FUNCS[name] + "(" + inner + ")"
+    fn = _FUNCS[name]
+    assert fn is not None  # the names mapped to None are the three above
+    return fn + "(" + inner + ")"
 
 
 def _rewrite_groups(s: str, pat: re.Pattern, rewrite) -> str:

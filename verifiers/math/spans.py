@@ -53,7 +53,8 @@ class _Finder:
     __slots__ = ("last", "text")
 
     def __init__(self, text: str) -> None:
-        self.text, self.last = text, {}
+        self.text = text
+        self.last: dict[str | re.Pattern, tuple[int, int]] = {}
 
     def find(self, sub: str | re.Pattern, start: int) -> int:
         got = self.last.get(sub)
@@ -107,7 +108,8 @@ def math_spans(text: str) -> list[Span]:
     Each opener is found by one regex search, and an opener whose closer no longer occurs is
     skipped by the next searches, so the time is linear in the text."""
     out: list[Span] = []
-    i, find, dead, steps = 0, _Finder(text).find, frozenset(), 0
+    dead: frozenset[str] = frozenset()
+    i, find, steps = 0, _Finder(text).find, 0
     search = _delims(dead).search
     while (m := search(text, i)) is not None:
         steps += 1
