@@ -7,10 +7,10 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from collections import defaultdict
 
 import pytest
+from _wait import until
 from dapo_bench.verifiers.code import run_tests
 from dapo_bench.verifiers.math import verify
 
@@ -102,13 +102,6 @@ def test_verl_compute_score_as_the_reward_manager_calls_it():
         compute_score("my_code_set", PROGRAMS[0], ADD)
 
 
-def _wait(cond, what: str, limit: float = 60.0) -> None:
-    deadline = time.monotonic() + limit
-    while not cond():
-        assert time.monotonic() < deadline, f"gave up waiting for {what}"
-        time.sleep(0.02)
-
-
 def _state(pid: int) -> str:
     try:
         with open(f"/proc/{pid}/stat") as f:
@@ -121,7 +114,7 @@ def _kill_idle_sympy_worker(v) -> None:
     v.warm()
     (pid,) = v._pool.pids()
     os.kill(pid, signal.SIGKILL)
-    _wait(lambda: _state(pid) in ("Z", "gone"), "the killed sympy worker")
+    until(lambda: _state(pid) in ("Z", "gone"), "the killed sympy worker")
 
 
 def test_a_killed_sympy_worker_is_no_reward_not_a_zero():
@@ -155,13 +148,13 @@ def _kill_worker_mid_job(v, call):
     """Run ``call()`` (a busy-looping program) in a thread; SIGKILL the sandbox worker once the
     program's process exists; -> what the call returned."""
     if v._runner is not None:  # an earlier round: its program is gone before this one starts
-        _wait(lambda: not _uid_processes(v._runner.pool._uids[0]), "the last program to go")
+        until(lambda: not _uid_processes(v._runner.pool._uids[0]), "the last program to go")
     out = {}
     job = threading.Thread(target=lambda: out.setdefault("r", call()))
     job.start()
-    _wait(lambda: v._runner is not None, "the sandbox pool")
+    until(lambda: v._runner is not None, "the sandbox pool")
     pool = v._runner.pool
-    _wait(lambda: pool._workers[0] is not None and _uid_processes(pool._uids[0]),
+    until(lambda: pool._workers[0] is not None and _uid_processes(pool._uids[0]),
           "the candidate program to run")
     os.kill(pool._workers[0].proc.pid, signal.SIGKILL)
     job.join(60)

@@ -20,6 +20,7 @@ import urllib.error
 import urllib.request
 
 import pytest
+from _wait import until
 
 CLI = [sys.executable, "-m", "dapo_bench.cli"]
 TIMEOUT = "3"  # seconds per item, for the server and the CLI alike
@@ -69,10 +70,7 @@ class Server:
         return sum(float(ln.rsplit(" ", 1)[1]) for ln in lines if ln.startswith(name))
 
     def wait(self, cond, what: str, limit: float = 30.0) -> None:
-        deadline = time.monotonic() + limit
-        while not cond():
-            assert time.monotonic() < deadline, f"timed out waiting for {what}"
-            time.sleep(0.02)
+        until(cond, what, limit)
 
     def stderr_line(self, want, limit: float = 30.0) -> str:
         """The next line of the server's stderr that satisfies ``want`` (read unbuffered)."""

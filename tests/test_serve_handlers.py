@@ -13,9 +13,9 @@ import asyncio
 import json
 import os
 import signal
-import time
 
 import pytest
+from _wait import until
 from dapo_bench.verifiers.code import CodeVerifier
 from dapo_bench.verifiers.math import verify as math_verify
 from dapo_bench.verifiers.math.pool import WorkerPool
@@ -62,13 +62,6 @@ def restarts(state: AppState, verifier: str) -> float:
     want = f'dapo_serve_worker_restarts_total{{verifier="{verifier}"}} '
     text = metrics_page(state).body.decode()
     return sum(float(ln.split()[-1]) for ln in text.splitlines() if ln.startswith(want))
-
-
-def wait(cond, what: str, limit: float = 30.0) -> None:
-    deadline = time.monotonic() + limit
-    while not cond():
-        assert time.monotonic() < deadline, f"gave up waiting for {what}"
-        time.sleep(0.02)
 
 
 def parent_of(pid: int) -> int:
@@ -188,7 +181,7 @@ def test_a_killed_math_worker_is_counted_once_and_replaced(state):
     assert parent_of(pid) == os.getpid()  # a worker this process started
     before, lost = restarts(state, "math"), math.worker_health().lost
     os.kill(pid, signal.SIGKILL)
-    wait(lambda: pid not in health(state)["workers"]["math"], "the pool to see it dead")
+    until(lambda: pid not in health(state)["workers"]["math"], "the pool to see it dead")
     assert math.worker_health().lost == lost + 1
     assert restarts(state, "math") == before + 1
     assert restarts(state, "math") == before + 1  # counted once, however often it is read
@@ -231,7 +224,7 @@ def test_a_killed_code_worker_is_counted_by_its_pool():
         (pid,) = cv.worker_health().pids
         assert parent_of(pid) == os.getpid()
         os.kill(pid, signal.SIGKILL)
-        wait(lambda: pid not in cv.worker_health().pids, "the pool to see it dead")
+        until(lambda: pid not in cv.worker_health().pids, "the pool to see it dead")
         assert cv.worker_health().lost == 1
         assert cv.verify("print(int(input()) * 2)", STDIO).passed
         h = cv.worker_health()
