@@ -207,4 +207,5 @@ def train_actor(
 
     return train_loop(engine, epoch_batches, loss_fn, total_steps=cfg.epochs * len(batches),
                       ledger=ledger, stage=stage, log_every=1,
-                      stop=converged if cfg.stop_tol > 0 else None, cost=cost)
+                      stop=converged if cfg.stop_tol > 0 else None, cost=cost,
+                      weight=lambda idx: sum(len(states[i].actions) for i in idx))

@@ -153,6 +153,7 @@ def train_critic(
                        for b in shuffled_batches(len(data), cfg.batch_size, seed + epoch)],
         loss_fn, total_steps=steps_for(cfg.epochs, len(data), cfg.batch_size, whole_batches=False),
         ledger=ledger, stage=stage, cost=lambda x: min(len(x.ids), cfg.max_length),
+        weight=len,
     )
 
 
