@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 TOY_DATA = [{"id": "1", "question": "What is 2+2?", "answer": "4"}]
 
 FILES = {

@@ -5,27 +5,14 @@ whole problem and counted, never scored 0; the next run of the command verifies 
 from collections import Counter
 
 import pytest
+from _canned import Oracle
 from dapo_bench.verifiers.base import Verdict
 
 from dapo_bench.eval import evaluate
 from dapo_bench.eval.store import per_problem_scores
-from dapo_bench.generation.base import Completion, Generator
 from dapo_bench.io import read_jsonl
 from dapo_bench.tasks import load_task
 from dapo_bench.tasks.task import Task
-
-
-class Oracle(Generator):
-    """Answers each prompt with a given text; counts the prompts it was asked."""
-
-    backend, model_path, tokenizer, n_params = "oracle", "oracle", None, 0
-
-    def __init__(self, answers):
-        self.answers, self.asked = answers, 0
-
-    def generate(self, prompts, params):
-        self.asked += len(prompts)
-        return [[Completion(self.answers[p], 3, "stop")] * params.n for p in prompts]
 
 
 def _flaky(real, always: str, once: str, tries: Counter):

@@ -6,8 +6,8 @@ only one of the two answers, or hedges on a single-answer row, is scored wrong e
 import dataclasses
 
 import pytest
+from _canned import _canned  # a Generator answering each prompt with a fixed text
 from _data import DATA
-from test_eval_suites import _canned  # a Generator answering each prompt with a fixed text
 
 from dapo_bench.eval import evaluate
 from dapo_bench.tasks import load_task

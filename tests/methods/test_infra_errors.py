@@ -5,8 +5,8 @@ it), its tokens stay charged, the artifact row keeps it and results.json counts 
 import json
 
 import torch
+from _tiny import TINY
 from dapo_bench.verifiers.base import Verdict
-from test_budget import TINY
 
 from dapo_bench.generation.base import SamplingParams
 from dapo_bench.generation.hf import HFGenerator

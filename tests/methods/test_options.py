@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from dapo_bench.commands import train as train_command
 from dapo_bench.methods.options import RunOptions, flag, option, options_table
 
-DOCS = Path(__file__).resolve().parents[1] / "docs" / "training.md"
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "training.md"
 
 
 def _help(app: typer.Typer) -> str:

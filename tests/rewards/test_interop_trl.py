@@ -3,7 +3,7 @@
 cut off are the ones TRL counts in its own ``completions/clipped_ratio``, and every reward is
 the math verifier's verdict with that flag (a cut-off completion is credited only for a marked
 answer). A real trainer on CPU (~25 s), so with the framework tests (``make test-interop``);
-the plain reward is trained in ``make test`` (tests/test_rewards_trl.py).
+the plain reward is trained in ``make test`` (tests/rewards/test_rewards_trl.py).
 """
 
 from __future__ import annotations

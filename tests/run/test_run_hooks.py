@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 import torch
-from test_budget import TINY
+from _tiny import TINY
 
 from dapo_bench.methods.context import RunContext, Sampled
 from dapo_bench.run import RunOptions, run_training

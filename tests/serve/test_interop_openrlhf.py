@@ -53,7 +53,7 @@ def expected(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def server(agent):
-    from test_serve import Server
+    from _reward_server import Server
 
     s = Server("--workers", "2")
     yield s

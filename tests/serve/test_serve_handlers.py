@@ -4,7 +4,7 @@ with no HTTP, no uvicorn and no mocks. /verify and /get_reward give the verifier
 refusals are raised as :class:`Refused` and :func:`answer` turns them into the JSON the server
 sends; /health's pids and ``worker_restarts_total`` come from the verifiers' own pools: a math
 worker SIGKILLed by its pid (from the pool's list, a child of this process) is counted once,
-dropped from the list and replaced. The same server over HTTP: tests/test_serve.py.
+dropped from the list and replaced. The same server over HTTP: tests/serve/test_serve.py.
 """
 
 from __future__ import annotations

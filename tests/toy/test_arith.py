@@ -166,5 +166,5 @@ def test_dev_split_is_carved_from_the_rl_train_stream(splits):
         make_split("rl_train", 20001)
     with pytest.raises(UserError, match="'dev' has 2000 problems"):
         make_split("dev", 2001)
-    spec = parse_spec(Path(__file__).resolve().parents[1] / "tasks" / "arith_dev.yaml")
+    spec = parse_spec(Path(__file__).resolve().parents[2] / "tasks" / "arith_dev.yaml")
     assert spec.name == "arith_dev" and spec.source.split == "dev"

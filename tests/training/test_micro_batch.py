@@ -291,7 +291,7 @@ def test_two_ranks_with_micro_batches_take_one_process_step(tmp_path):
     got, want = tmp_path / "two.pt", tmp_path / "one.pt"
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node",
            "2", str(script), str(got), "4", str(LR)]
-    root = str(Path(__file__).resolve().parents[1])
+    root = str(Path(__file__).resolve().parents[2])
     env = rank_env(PYTHONPATH=root)
     run = run_ranks(cmd, env, timeout=300)
     assert run.returncode == 0, run.stderr[-3000:]

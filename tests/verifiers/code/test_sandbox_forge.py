@@ -8,9 +8,9 @@ tolerance check, MBPP, LeetCode). The ``memory_lookup`` attack returns the RIGHT
 finds any test code in its own process (objects, frames, raw memory), so it fails only while
 the program process never holds the checks.
 
-Run ONLY inside a PID namespace, like tests/test_sandbox_hostile.py (whose fixture and
-``run`` helper this file uses): ``unshare --pid --fork --mount-proc python3 -m pytest -q -m
-hostile -p no:cacheprovider tests/test_sandbox_forge.py``.
+Run ONLY inside a PID namespace, like tests/verifiers/code/test_sandbox_hostile.py (whose
+fixture and ``run`` helper this file uses): ``unshare --pid --fork --mount-proc python3 -m
+pytest -q -m hostile -p no:cacheprovider tests/verifiers/code/test_sandbox_forge.py``.
 """
 
 from __future__ import annotations

@@ -2,8 +2,8 @@
 (+1 s, +2 s of slack on a shared machine), nothing escapes, and the runner survives.
 
 Run ONLY inside a PID namespace (a second wall): ``unshare --pid --fork --mount-proc python3 -m
-pytest -q -m hostile tests/test_sandbox_hostile.py`` (the Makefile does). Every test skips
-unless this process is that namespace's init and the sandbox layers are active.
+pytest -q -m hostile tests/verifiers/code/test_sandbox_hostile.py`` (the Makefile does).
+Every test skips unless this process is that namespace's init and the sandbox layers are active.
 """
 
 from __future__ import annotations

@@ -88,7 +88,7 @@ def test_cli_past_the_deadline_says_timeout(tmp_path):
 
 
 def test_eval_past_the_deadline_counts_an_infrastructure_error(tmp_path, monkeypatch):
-    from test_eval_infra import Oracle
+    from _canned import Oracle
 
     from dapo_bench.eval import evaluate
     from dapo_bench.tasks import load_task
@@ -107,7 +107,7 @@ def test_eval_past_the_deadline_counts_an_infrastructure_error(tmp_path, monkeyp
 def test_server_past_the_deadline_is_a_timeout_and_no_reward():
     """/verify answers the reason; /get_reward, whose answer is numbers only, refuses the
     request with 503 (a reward of 0 would be learned from) and says to raise --timeout."""
-    from test_serve import Server
+    from _reward_server import Server
 
     s = Server("--workers", "1", "--timeout", str(TINY), ready=("math",))  # (no program runs
     # in 1 us: the code sandbox's probe fails, as it says in /health)

@@ -7,9 +7,9 @@ import dataclasses
 import json
 
 import pytest
+from _canned import Canned
 from _data import DATA
 from dapo_bench.verifiers.math import MathVerifier, verify
-from test_eval_suites import Canned
 
 from dapo_bench.errors import UserError
 from dapo_bench.eval import evaluate
