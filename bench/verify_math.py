@@ -12,9 +12,9 @@ Math-Verify``); its regression cases are read from its ``tests/`` now, at bench 
   200 characters (220 short answers, 49 long responses). Ours runs as the CLI default
   (``MathVerifier()``: no flag, no option); math-verify runs with the options its own test
   passes (extraction targets, precision, strict, allow_set_relation_comp).
-- ``competition``: the 71 competition-shape pairs of ``tests/test_math_competition.py``;
-  math-verify gets ``parse(gold)`` (``$gold$`` when the gold has no delimiter) and
-  ``parse(prediction)``.
+- ``competition``: the 71 competition-shape pairs of
+  ``tests/verifiers/math/test_math_competition.py``; math-verify gets ``parse(gold)``
+  (``$gold$`` when the gold has no delimiter) and ``parse(prediction)``.
 - ``mixed``: generated near-miss pairs, half positive: integers, decimals vs fractions,
   fractions, roots, tuples, intervals, sets, polynomials, equations, boxed full solutions;
   ``simple``: integers and decimals only. Each is a full response with the answer in
@@ -167,7 +167,8 @@ def _competition() -> list[tuple[str, str, bool]]:
     import importlib.util
     from pathlib import Path
 
-    path = Path(__file__).resolve().parents[1] / "tests" / "test_math_competition.py"
+    tests = Path(__file__).resolve().parents[1] / "tests"
+    path = tests / "verifiers" / "math" / "test_math_competition.py"
     spec = importlib.util.spec_from_file_location("competition_pairs", path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)

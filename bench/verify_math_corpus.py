@@ -25,7 +25,8 @@ right, the ref finding the row again):
   problem's gold (label: wrong; see :func:`shifted`): false "equal" by accident.
 - ``mv-long``: math-verify's own long cases (model responses; see ``math_verify_cases.py``),
   when ``--math-verify-repo`` is given.
-- ``formats``: the format families of ``tests/test_math_formats.py`` (written shapes).
+- ``formats``: the format families of ``tests/verifiers/math/test_math_formats.py`` (written
+  shapes).
 - ``processbench-{gsm8k,math,olympiadbench,omnimath}``: 3,035 solutions of 12 open instruct
   models with the source's final-answer label, golds joined from four repositories (each split
   needs its gold repo: ``--gsm8k-repo``, ``--mario-repo``, ``--qwen-math-repo``,
@@ -111,7 +112,7 @@ def shifted(pairs: list, step: int = 7) -> list[Pair]:
 
 
 def formats() -> list[Pair]:
-    sys.path.insert(0, str(ROOT / "tests"))
+    sys.path.insert(0, str(ROOT / "tests" / "verifiers" / "math"))
     from test_math_formats import FORMATS
     return [(text, gold, passed, f"formats/{fam}#{i}") for fam, rows in FORMATS.items()
             for i, (text, gold, passed, _) in enumerate(rows)]

@@ -1,7 +1,7 @@
 """Where the shared benchmark files are: ``../shared/data`` beside the checkout (as CI lays it),
 or ``$DAPO_BENCH_TEST_DATA``. Tests that need them skip with a reason when absent.
 ``code_references(name)``: a code benchmark's reference solutions with their tests (the tests
-of tests/test_code_data.py and the workloads of bench/sandbox_split.py)."""
+of tests/verifiers/code/test_code_data.py and the workloads of bench/sandbox_split.py)."""
 
 import json
 import os

@@ -1,4 +1,4 @@
-"""What the framework tests (tests/test_interop_*.py, ``make test-interop``) share: the items
+"""What the framework tests (tests/*/test_interop_*.py, ``make test-interop``) share: the items
 each framework's own code scores through dapo-bench, and their verdicts from ``dapo-bench
 verify`` (the CLI, in a subprocess), which every framework's rewards must equal.
 

@@ -27,7 +27,8 @@ from dapo_bench.generation.launched import free_port
 
 class Served:
     """A server for ``model`` on 127.0.0.1 (its own process, one torch thread): ``transformers
-    serve`` by default, or ``argv(model, port)`` (``vllm serve`` in tests/test_openai_vllm.py)."""
+    serve`` by default, or ``argv(model, port)`` (``vllm serve`` in
+    tests/generation/test_openai_vllm.py)."""
 
     def __init__(self, model: str | os.PathLike, log: Path, argv=None, env: dict | None = None,
                  guard_s: float = 600):

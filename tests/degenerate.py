@@ -4,8 +4,8 @@
 repetition loops of words, sentences, numbers and operators; unbalanced ``\\boxed{``, ``$``,
 braces, brackets and parentheses; nested ``\\frac``; digit runs; unicode garbage; marks
 (boxes, headings, ``####``, answer phrases) repeated; and a correct long reasoning that ends in
-a box. Used by tests/test_math_degenerate.py (every path answers within its deadline) and
-bench/verify_math_degenerate.py (time per size and the growth exponent).
+a box. Used by tests/verifiers/math/test_math_deadline.py (every path answers within its
+deadline) and bench/verify_math_degenerate.py (time per size and the growth exponent).
 """
 
 from __future__ import annotations

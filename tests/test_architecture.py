@@ -1,7 +1,9 @@
 """The layout's dependency rules (``dapo_bench.ALLOWED_IMPORTS``) hold for every import in the
 package, module-level or inside a function; no import circle anywhere (between modules of one
 folder too, and one closed by an import inside a function), in the package and in bench/; the
-verifiers import no torch; every registry is listed by ``dapo-bench list``.
+verifiers import no torch; every registry is listed by ``dapo-bench list``; tests/ mirrors the
+package (a test directory per package directory, no test module left at the top but the
+whole-project ones, unique file names).
 
 Not covered: modules named by a string (a registry's ``modules=[...]``, which fills the registry
 on first use, and a task spec's ``source: python`` generator, see
@@ -202,3 +204,42 @@ def test_list_shows_every_registry():
         for m in re.finditer(r"^(\w+)\s*(?::[^=\n]*)?=\s*Registry\(", path.read_text(), re.MULTILINE):
             found.add(m[1])
     assert found and found == listed, (found - listed, listed - found)
+
+
+TESTS = ROOT / "tests"
+# tests/ mirrors the package: tests/<x>/ holds the tests of dapo_bench/<x>/ (tests/verifiers/<x>/
+# those of verifiers/<x>/, installed as dapo_bench.verifiers.<x>). At the top level stand only
+# the tests of the whole project and of dapo_bench's own top-level modules (and the shared
+# helpers: conftest.py, _*.py).
+TOP_LEVEL_TESTS = {
+    "test_architecture.py",  # the whole project: layers, circles, this layout
+    "test_foundation.py",  # registry.py, config.py, io.py, ledger.py, errors.py
+    "test_models.py",  # models.py
+    "test_multirank.py",  # dist.py without a process group
+    "test_work_queue.py",  # dist.WorkQueue under torchrun
+    "test_telemetry.py",  # telemetry.py (--report-to)
+}
+
+
+def _test_dirs() -> list[Path]:
+    return sorted(d for d in TESTS.rglob("*") if d.is_dir() and d.name != "__pycache__"
+                  and "__pycache__" not in d.parts)
+
+
+def test_every_test_directory_mirrors_a_package_directory():
+    """tests/<x>/ exists only where dapo_bench/<x>/ (or verifiers/<x>/) does."""
+    for d in _test_dirs():
+        rel = d.relative_to(TESTS)
+        mirror = ROOT / rel if rel.parts[0] == "verifiers" else ROOT / "dapo_bench" / rel
+        assert (mirror / "__init__.py").is_file(), f"tests/{rel.as_posix()}/ mirrors no package"
+
+
+def test_only_whole_project_tests_stand_at_the_top_of_tests():
+    top = {p.name for p in TESTS.glob("test_*.py")}
+    assert top <= TOP_LEVEL_TESTS, f"move into tests/<package>/: {sorted(top - TOP_LEVEL_TESTS)}"
+
+
+def test_test_module_names_are_unique_across_the_tree():
+    """pytest's default import mode imports a test module by its basename (no __init__.py)."""
+    names = [p.name for p in TESTS.rglob("*.py") if "__pycache__" not in p.parts]
+    assert sorted(names) == sorted(set(names)), sorted({n for n in names if names.count(n) > 1})

@@ -1,4 +1,4 @@
-"""Conventions every sub-command follows (tests/test_cli.py checks them on the built CLI).
+"""Conventions every sub-command follows (tests/commands/test_cli.py checks them on the built CLI).
 
 - Long flags only, spelled as in lm-evaluation-harness / vLLM / TRL (``--model``, ``--tasks``,
   ``--limit``, ``--max-new-tokens``); the one short flag is ``-h``.

@@ -10,8 +10,8 @@ must not meet), judged with the task's verifier options and its own completion r
 
 - code (``dapo_bench.verifiers.code.attacks``: ``ATTACKS``, ``FORMS``, ``program``): programs
   that try to forge an assert-based pass, each returning a WRONG value; an eval runs
-  ``EVAL_ATTACKS`` (seconds) on the MBPP form. tests/test_sandbox_forge.py runs every attack
-  against every form, in a PID namespace.
+  ``EVAL_ATTACKS`` (seconds) on the MBPP form. tests/verifiers/code/test_sandbox_forge.py runs
+  every attack against every form, in a PID namespace.
 - math (``dapo_bench.verifiers.math.probes.ATTACKS``): answers that must not equal the gold 17
   (NaN, infinities, empty and free-variable boxes, hedges, intervals and sets, near misses,
   oversized answers).

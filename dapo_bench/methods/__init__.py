@@ -19,5 +19,5 @@ METHODS: Registry = Registry(
 )
 
 # the method names without importing the methods (torch): each module is named after its method
-# (tests/test_cli.py checks this against the registry); ``train --help`` lists them
+# (tests/commands/test_cli.py checks this against the registry); ``train --help`` lists them
 METHOD_NAMES: tuple[str, ...] = tuple(m.rsplit(".", 1)[1] for m in METHODS.modules)

@@ -30,8 +30,8 @@ problems)`` canaries after each rollouts stage (DAPO: every iteration). Canaries
 one rollout path in their own call, with their own seeds (the hf backend's per-row seeds make
 the training samples independent of it), and none of their rollouts enters a batch, label or
 pair: a canary run trains exactly what the same run without canaries trains
-(tests/test_canaries.py compares the artifacts and the weights). Their sampling is monitoring,
-like an eval: not charged to the method's ledger (its tokens are in the canaries block).
+(tests/methods/test_canaries.py compares the artifacts and the weights). Their sampling is
+monitoring, like an eval: not charged to the method's ledger (its tokens are in the canaries block).
 
 Every canary group is appended to ``<run>/canaries.jsonl`` (rank 0; a rerun replaces the rows
 of the steps it redoes, by key); a response with reward > 0 is a cheat event. With

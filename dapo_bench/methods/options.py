@@ -33,7 +33,7 @@ class RunOptions:
     """Options every method shares. Each field is declared once, here, with its help: it is
     a ``dapo-bench train`` flag (``commands/train.py`` builds the flags from these fields), and
     docs/training.md's options table is rendered from them (:func:`options_table`;
-    tests/test_options.py keeps the two equal). Options of the evaluation only
+    tests/methods/test_options.py keeps the two equal). Options of the evaluation only
     (``run.rundir.EVAL_OPTIONS``) and cosmetic ones (``COSMETIC``) are not part of the run id.
     """
 

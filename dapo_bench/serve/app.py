@@ -22,7 +22,7 @@ gold), so one server grades a dataset of both kinds.
 Each endpoint is a module-level function over an :class:`AppState` (the settings, the metrics,
 the engine, the 400 messages already said): ``verify(state, body)``, ``get_reward(state, body,
 verifier)``, ``health(state)``, ``metrics_page(state)``, each callable and testable alone
-(tests/test_serve_handlers.py); :func:`answer` turns a handler's dict or refusal into the
+(tests/serve/test_serve_handlers.py); :func:`answer` turns a handler's dict or refusal into the
 response and counts it; :func:`lifespan` starts and stops the engine; :func:`build_app` only
 wires routes to them. ``/health``'s worker pids and ``worker_restarts_total`` come from the
 verifiers' own pools (``Engine.worker_health``).

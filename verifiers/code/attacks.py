@@ -4,8 +4,8 @@ report frames, reading the checks from memory, killing every process), each with
 that returns a WRONG value (``ATTACKS``, one per test form of ``FORMS``, built by
 :func:`program`). An eval runs ``EVAL_ATTACKS`` (all but the ones that reach outside their own
 process or scan memory: seconds) on the MBPP form through its verifier before it scores
-anything (dapo_bench.eval.zoo); tests/test_sandbox_forge.py runs every attack against every
-form, in a PID namespace.
+anything (dapo_bench.eval.zoo); tests/verifiers/code/test_sandbox_forge.py runs every attack
+against every form, in a PID namespace.
 
 The programs run only inside the code verifier's sandbox, like every candidate. No module the
 sandbox workers import may import this one at module level (``CodeVerifier.zoo`` imports it when

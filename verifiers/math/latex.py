@@ -8,7 +8,7 @@ expression latex2sympy2's converter builds (``evaluate=False`` where it uses it,
 of sums and products, its Rational for integer quotients, its mixed numbers ``2\\frac12``, its
 symbol names ``P_0``, ``x_{12}``, ``rho_0``), so a verdict never depends on which of the two
 read a value. Anything outside the subset, or anywhere the grammar is ambiguous, is None and
-goes to latex2sympy2 as before. Checked by ``tests/test_math_latex_reader.py`` and
+goes to latex2sympy2 as before. Checked by ``tests/verifiers/math/test_math_latex_reader.py`` and
 ``bench/latex_reader.py``: ``srepr`` equal to latex2sympy2's on every value read, over the
 answers of public corpora.
 

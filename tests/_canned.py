@@ -1,0 +1,37 @@
+"""Generators that answer each prompt with a given text, no model: what scores through a task
+is then exactly the text the test chose (eval, the verifiers' paths, the training reward)."""
+
+from dapo_bench.generation.base import Completion, Generator
+
+
+class Canned:
+    """A Generator answering every prompt with one fixed text (a reference solution)."""
+
+    backend, model_path, tokenizer, n_params = "canned", "canned", None, 0
+
+    def __init__(self, answers):
+        self.answers = answers
+
+    def generate(self, prompts, params):
+        from dapo_bench.generation.base import Completion
+
+        return [[Completion(self.answers[p], 1, "stop")] * params.n for p in prompts]
+
+
+def _canned():
+    from dapo_bench.generation.base import Generator
+
+    return type("CannedGenerator", (Canned, Generator), {})
+
+
+class Oracle(Generator):
+    """Answers each prompt with a given text; counts the prompts it was asked."""
+
+    backend, model_path, tokenizer, n_params = "oracle", "oracle", None, 0
+
+    def __init__(self, answers):
+        self.answers, self.asked = answers, 0
+
+    def generate(self, prompts, params):
+        self.asked += len(prompts)
+        return [[Completion(self.answers[p], 3, "stop")] * params.n for p in prompts]
