@@ -48,6 +48,10 @@ from builtins import (  # noqa: UP029 - bound here: a program patching builtins 
     tuple,
     type,
 )
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any
 
 MAX_DEPTH = 100
 _dumps = json.dumps
@@ -83,6 +87,7 @@ def pack(x, ref=None, depth: int = 0):
         return {"b": bytes.decode(x, "latin-1")}
     if t is complex:
         return {"c": [complex.real.__get__(x), complex.imag.__get__(x)]}
+    base: Any  # a base type, each loop's own
     for base, conv in ((bool, bool.__bool__), (int, int.__index__), (float, float.__float__),
                        (str, str.__str__), (bytes, bytes.__bytes__)):
         if isinstance(x, base):
@@ -170,7 +175,8 @@ def _choices(x, k: int, last: int, slot_of: dict, mask: int, n: int, work: list)
     """Up to 3 slots item *k* may take (past *last*, room left for the items after it), in its
     probe order, each with the slots its probes pass before it. Each probe costs a unit of
     ``work[0]``."""
-    before, out = [], []
+    before: list[int] = []
+    out: list[tuple[int, list[int]]] = []
     for steps, slot in enumerate(_probes(hash(x), mask)):
         work[0] -= 1
         if steps > 4 * (mask + 1) or len(out) == 3 or work[0] < 0:
@@ -186,7 +192,9 @@ def _layouts(items: list, size: int, work: list):
     order), depth first over each item's first choices, while ``work[0]`` lasts:
     (slot -> item index, the slots each item's probes pass)."""
     mask, n = size - 1, len(items)
-    slot_of, passed, chosen = {}, [], []
+    slot_of: dict[int, int] = {}
+    passed: list[list[int]] = []
+    chosen: list[int] = []
     stack = [iter(_choices(items[0], 0, -1, slot_of, mask, n, work))]
     while stack and work[0] > 0:
         k = len(stack) - 1
