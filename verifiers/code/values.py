@@ -66,15 +66,20 @@ class BadValue(Exception):
     """Data that is not a packed plain value (wrong shape, unknown tag, too deep)."""
 
 
+def _deeper(depth: int, error: type[Exception]) -> int:
+    """The depth one level down from *depth*; *error* past MAX_DEPTH."""
+    if depth > MAX_DEPTH:
+        raise error("nested too deep")
+    return depth + 1
+
+
 def pack(x, ref=None, depth: int = 0):
     """``x`` as packed plain data (see module doc). ``ref(obj) -> int | None`` names objects
     that travel as handles (the judging side's proxies); None: no handles."""
-    if depth > MAX_DEPTH:
-        raise NotPlain("nested too deep")
+    d = _deeper(depth, NotPlain)
     t = type(x)
     if t in _SCALARS:
         return x
-    d = depth + 1
     if t is list:
         return [pack(v, ref, d) for v in list.__iter__(x)]
     if t is tuple:
@@ -112,12 +117,10 @@ def pack(x, ref=None, depth: int = 0):
 def unpack(data, resolve=None, depth: int = 0):
     """Packed data -> exact built-in values; ``resolve(n)`` turns a handle into its object
     (None: handles are refused). Raises BadValue on anything outside the closed set."""
-    if depth > MAX_DEPTH:
-        raise BadValue("nested too deep")
+    d = _deeper(depth, BadValue)
     t = type(data)
     if t in _SCALARS:
         return data
-    d = depth + 1
     if t is list:
         return [unpack(v, resolve, d) for v in data]
     if t is not dict or len(data) != 1:
