@@ -109,13 +109,12 @@ def _row(name: str, pairs, ours, t_ours, peer, t_peer) -> dict:
 
 
 def _table(rows: list[dict]) -> None:
-    print("\n| set | pairs | ours right | ours false \"equal\" | math-verify right | "
-          "agreement | ours = where mv != | speed ours/mv |")
-    print("|---|---|---|---|---|---|---|---|")
-    for r in rows:
-        print(f"| {r['set']} | {r['n']} | {r['ours_right']}/{r['n']} | {r['ours_false_equal']} | "
-              f"{r['mv_right']}/{r['n']} | {r['agree'] / r['n']:.1%} | {r['ours_eq_mv_neq']} | "
-              f"{r['ratio']:.1f}x |")
+    verify_math_real.markdown(
+        ["set", "pairs", "ours right", 'ours false "equal"', "math-verify right", "agreement",
+         "ours = where mv !=", "speed ours/mv"],
+        [[r["set"], r["n"], f"{r['ours_right']}/{r['n']}", r["ours_false_equal"],
+          f"{r['mv_right']}/{r['n']}", f"{r['agree'] / r['n']:.1%}", r["ours_eq_mv_neq"],
+          f"{r['ratio']:.1f}x"] for r in rows])
 
 
 def _cli_times(pairs, repeats: int = 3) -> dict:

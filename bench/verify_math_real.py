@@ -150,14 +150,22 @@ def run(sets: dict, profile_too: bool, rev: str | None) -> None:
 
 
 def table(rows: list[dict]) -> None:
-    print("\n| real set | responses | mean chars | ours CPU s (wall) | math-verify CPU s (wall) "
-          "| CPU ratio | wall ratio | agree with labels: ours / mv |")
-    print("|---|---|---|---|---|---|---|---|")
-    for r in rows:
-        print(f"| {r['set']} | {r['n']} | {r['mean_chars']:.0f} | {r['ours_cpu']:.2f} "
-              f"({r['ours_wall']:.2f}) | {r['mv_cpu']:.2f} ({r['mv_wall']:.2f}) | "
-              f"{r['ratio_cpu']:.1f}x | {r['ratio_wall']:.1f}x | {r['ours_agree']} / "
-              f"{r['mv_agree']} of {r['n']} |")
+    markdown(["real set", "responses", "mean chars", "ours CPU s (wall)",
+              "math-verify CPU s (wall)", "CPU ratio", "wall ratio",
+              "agree with labels: ours / mv"],
+             [[r["set"], r["n"], f"{r['mean_chars']:.0f}",
+               f"{r['ours_cpu']:.2f} ({r['ours_wall']:.2f})",
+               f"{r['mv_cpu']:.2f} ({r['mv_wall']:.2f})", f"{r['ratio_cpu']:.1f}x",
+               f"{r['ratio_wall']:.1f}x", f"{r['ours_agree']} / {r['mv_agree']} of {r['n']}"]
+              for r in rows])
+
+
+def markdown(header: list[str], rows: list[list]) -> None:
+    """Print a markdown table (after a blank line): *header*, its rule, then *rows*."""
+    print("\n| " + " | ".join(header) + " |")
+    print("|" + "---|" * len(header))
+    for cells in rows:
+        print("| " + " | ".join(map(str, cells)) + " |")
 
 
 def _proc_cpu(pid: int) -> float:

@@ -19,7 +19,7 @@ import functools
 import importlib
 import shlex
 import sys
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -79,6 +79,7 @@ def _wrap_commands(typer_app: typer.Typer) -> None:
     for cmd in typer_app.registered_commands:
         cmd.callback = _interruptible(cmd.callback)
     for group in typer_app.registered_groups:
+        assert group.typer_instance is not None  # add_typer() always gives one
         _wrap_commands(group.typer_instance)
 
 
@@ -100,12 +101,13 @@ def interrupted_message(argv: list[str]) -> str:
     return "interrupted"
 
 
-def _usage_error_class() -> type[Exception]:
-    try:  # typer >= 0.2x vendors click as typer._click; older typer uses click itself
-        from typer._click.exceptions import UsageError
+def _usage_error_class() -> Any:
+    """click's UsageError as typer raises it: typer >= 0.2x vendors click as typer._click, older
+    typer uses click itself (two unrelated classes, hence Any)."""
+    try:
+        return importlib.import_module("typer._click.exceptions").UsageError
     except ImportError:  # pragma: no cover
-        from click.exceptions import UsageError
-    return UsageError
+        return importlib.import_module("click.exceptions").UsageError
 
 
 def main() -> None:

@@ -54,6 +54,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -100,7 +101,7 @@ def _combine(values: list[float], stderrs: list, weights: list[float]) -> dict:
             "stderr": math.sqrt(sum((w * se) ** 2 for w, se in zip(weights, stderrs))) / total}
 
 
-def suite_summary(tasks: dict, names: list[str] | tuple[str, ...]) -> dict:
+def suite_summary(tasks: dict, names: Sequence[str]) -> dict:
     """A suite's block: macro (each task weighs 1) and micro (each problem weighs 1) means of
     every metric all of its tasks report."""
     missing = [n for n in names if n not in tasks]
@@ -134,7 +135,7 @@ def build_results(
     wall_seconds: float,
     ledger: dict | None = None,
     run_seconds: float | None = None,
-    suites: dict[str, list[str] | tuple[str, ...]] | None = None,
+    suites: Mapping[str, Sequence[str]] | None = None,
     **extra: Any,
 ) -> dict:
     """The one results builder (eval runs and training runs): the schema above, provenance

@@ -172,7 +172,7 @@ def _reverify(task: Task, store: SampleStore, verifier: Any, chunk: int, probs: 
     rank its share of the problems; rows keep their ``seconds`` (the generation's)."""
     chunks = dist.even_chunks(probs, chunk)
     for k in dist.WorkQueue(len(chunks)):
-        rows = [store.get(task.name, p.id) for p in chunks[k]]
+        rows = [store.rows[task.name, p.id] for p in chunks[k]]  # each one logged
         flat = [(p, s) for p, r in zip(chunks[k], rows) for s in r["samples"]]
         verdicts = iter(_score(task, verifier, [s["text"] for _, s in flat],
                                [p for p, _ in flat],
@@ -319,12 +319,12 @@ def evaluate(
         raise UserError(f"each task may appear once per eval run, got {names}")
     check_not_shrinking(run_dir, {t.name: len(t.problems) for t in loaded})
     own = not isinstance(model_or_generator, Generator)
-    if own:
+    if isinstance(model_or_generator, Generator):
+        gen = model_or_generator
+    else:
         from dapo_bench.generation.base import load_generator
 
         gen = load_generator(backend, str(model_or_generator), **(generator_options or {}))
-    else:
-        gen = model_or_generator
     model = model_info(gen, model_or_generator)
     mnt = {t.name: max_new_tokens or t.spec.max_new_tokens for t in loaded}
     fingerprint = {

@@ -76,7 +76,7 @@ class Generator(ABC):
 
     @property
     @abstractmethod
-    def n_params(self) -> int: ...
+    def n_params(self) -> int | None: ...  # None: not known here (a served model)
 
     def update_weights(self, model_dir: str) -> None:
         """Make the generator serve the weights saved in ``model_dir`` (same architecture)."""

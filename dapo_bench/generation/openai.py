@@ -46,6 +46,7 @@ import json
 import os
 import threading
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -288,7 +289,8 @@ class OpenAIGenerator(Generator):
             if isinstance(prompt, str) or not all(isinstance(m, dict) for m in prompt):
                 raise UserError("--api chat sends a chat (messages); this prompt is rendered "
                                 "text or token ids: use --api completions")
-            body["messages"] = [dict(m) for m in prompt]
+            chat: Sequence[Any] = prompt  # messages, checked above (Prompt does not name chats)
+            body["messages"] = [dict(m) for m in chat]
         else:
             body["prompt"] = prompt if isinstance(prompt, str) else [int(t) for t in prompt]
         body.update(max_tokens=params.max_new_tokens, temperature=params.temperature,

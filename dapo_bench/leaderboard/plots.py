@@ -18,6 +18,7 @@ from __future__ import annotations
 import io
 import math
 from collections.abc import Callable
+from typing import Any, TypeGuard
 
 from dapo_bench.leaderboard.runs import Run, matches
 from dapo_bench.leaderboard.spec import Plot
@@ -28,7 +29,7 @@ SIZE = (6.4, 4.2)
 PLOTS: Registry[Callable[[Plot, list[Run]], object]] = Registry("plot kind")
 
 
-def png_bytes(fig: object) -> bytes:
+def png_bytes(fig: Any) -> bytes:
     """Render a Figure to PNG bytes deterministically."""
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=DPI, metadata={"Software": None})
@@ -75,7 +76,9 @@ def _label(run: Run, p: Plot) -> str:
     return str(v) if v is not None else run.path
 
 
-def _acc(run: Run, task: str, metric: str) -> tuple[float, float | None] | None:
+def _acc(run: Run, task: str | None, metric: str) -> tuple[float, float | None] | None:
+    """(value, stderr) of the run's ``task`` metric in percent, or None where it has none (a
+    plot whose kind reads a task names one: the spec's check)."""
     m = run.task_metric(task, metric)
     if m is None:
         return None
@@ -148,7 +151,7 @@ def training_curves(p: Plot, runs: list[Run]):
     return _finish(fig, ax, "step", p.metric)
 
 
-def _finite(v: object) -> bool:
+def _finite(v: object) -> TypeGuard[float]:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 

@@ -64,7 +64,7 @@ class Run:
     def derived(self) -> bool:
         return self.iteration is not None or self.evaluated is not None
 
-    def task_metric(self, task: str, metric: str) -> dict | None:
+    def task_metric(self, task: str | None, metric: str) -> dict | None:
         m = self.get(f"tasks.{task}.metrics.{metric}")
         return m if isinstance(m, dict) else None
 

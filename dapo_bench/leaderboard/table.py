@@ -168,12 +168,13 @@ def _averages(t: S.Table, cells: dict[str, Cell]) -> None:
         if not c.average:
             continue
         parts = [cells.get(a) for a in c.average]
-        if any(p is None or p.value is None for p in parts):
+        values = [p.value for p in parts if p is not None and p.value is not None]
+        if len(values) < len(parts):
             continue
         k = len(parts)
-        ses = [p.stderr for p in parts]
-        se = math.sqrt(sum(s * s for s in ses)) / k if all(s is not None for s in ses) else None
-        cells[c.id] = Cell(sum(p.value for p in parts) / k, se)
+        ses = [p.stderr for p in parts if p is not None and p.stderr is not None]
+        se = math.sqrt(sum(s * s for s in ses)) / k if len(ses) == k else None
+        cells[c.id] = Cell(sum(values) / k, se)
 
 
 def build_table(spec: S.Spec, t: S.Table, runs: list[Run],
@@ -225,8 +226,8 @@ def build_table(spec: S.Spec, t: S.Table, runs: list[Run],
     _bold(t, rows)
     n_row = {}
     for c in t.columns:
-        ns = sorted({row.cells[c.id].n for row in rows
-                     if c.id in row.cells and row.cells[c.id].n is not None})
+        ns = sorted({n for row in rows
+                     if c.id in row.cells and (n := row.cells[c.id].n) is not None})
         if ns:
             n_row[c.id] = "/".join(str(n) for n in ns)
     cols = [OutColumn(c.id, c.label or c.id, _col_kind(c), c.format, c.group, c.gain is not None)
@@ -273,6 +274,7 @@ def _deltas(t: S.Table, rows_spec: list[S.Row], rows: list[OutRow]) -> list[str]
                 continue
             pairs = [(c, by_id[target].cells.get(c)) for c in pct]
         else:
+            assert t.base_column is not None  # the spec's check: delta: column names one
             pairs = [(c, row.cells.get(t.base_column)) for c in pct if c != t.base_column]
         for c, ref in pairs:
             cell = row.cells.get(c)
@@ -299,8 +301,8 @@ def _bold(t: S.Table, rows: list[OutRow]) -> None:
         best = c.best or ("none" if _col_kind(c) == "field" else "max")
         if best == "none":
             continue
-        vals = [round(r.cells[c.id].value, t.decimals) for r in pool
-                if c.id in r.cells and r.cells[c.id].value is not None]
+        vals = [round(v, t.decimals) for r in pool
+                if c.id in r.cells and (v := r.cells[c.id].value) is not None]
         if len(vals) < 2:
             continue
         target = max(vals) if best == "max" else min(vals)

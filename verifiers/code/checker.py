@@ -164,15 +164,21 @@ class Checker:
         if self.pid is None:
             self.close = tuple(others)
             self._start()
+        msg = {"job": job, "start": start, "stop": stop}
         try:
-            socket.send_fds(self.sock, [_GO], list(fds))
-            wire.send(self.sock.fileno(), {"job": job, "start": start, "stop": stop})
+            self._hand(fds, msg)
         except OSError:
             self.stop()
             self._start()
-            socket.send_fds(self.sock, [_GO], list(fds))
-            wire.send(self.sock.fileno(), {"job": job, "start": start, "stop": stop})
+            self._hand(fds, msg)
+        assert self.pid is not None  # _start() set it
         return self.pid
+
+    def _hand(self, fds: tuple[int, int, int], msg: dict) -> None:
+        sock = self.sock
+        assert sock is not None  # _start() set it
+        socket.send_fds(sock, [_GO], list(fds))
+        wire.send(sock.fileno(), msg)
 
     def stop(self) -> int | None:
         """Kill the server (after a wall-clock overrun or a death); -> its wait status."""
@@ -190,6 +196,7 @@ class Checker:
             _, wstatus = os.waitpid(self.pid, 0)
         except ChildProcessError:  # already reaped by the worker's clean-up
             wstatus = 0
+        assert self.sock is not None  # set with the pid by _start()
         self.sock.close()
         self.pid, self.sock = None, None
         return wstatus

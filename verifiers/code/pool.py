@@ -79,7 +79,9 @@ class _Worker:
             raise
 
     def _recv(self, deadline: float) -> tuple[dict, list[bytes]]:
-        fd = self.proc.stdout.fileno()
+        stdout = self.proc.stdout
+        assert stdout is not None  # a PIPE
+        fd = stdout.fileno()
         buf = bytearray()
         while True:
             left = deadline - time.monotonic()
@@ -99,15 +101,19 @@ class _Worker:
                 raise BadReply(f"a reply from the worker over {_REPLY_LIMIT} bytes")
 
     def call(self, job: dict, timeout: float) -> tuple[dict, list[bytes]]:
+        stdin = self.proc.stdin
+        assert stdin is not None  # a PIPE
         try:
-            wire.write_all(self.proc.stdin.fileno(), wire.encode(job))
+            wire.write_all(stdin.fileno(), wire.encode(job))
         except OSError as e:
             raise WorkerDied(f"worker gone: {e}") from None
         return self._recv(time.monotonic() + timeout)
 
     def close(self) -> None:
+        stdin = self.proc.stdin
+        assert stdin is not None  # a PIPE
         try:
-            self.proc.stdin.close()
+            stdin.close()
             self.proc.wait(timeout=5)
         except (OSError, subprocess.TimeoutExpired):
             self.proc.kill()
@@ -250,7 +256,8 @@ class Pool:
             i = self._free.get()
             try:
                 head, _ = self._call(i, job)
-                hello = self._workers[i].hello if self._workers[i] else {}
+                worker = self._workers[i]
+                hello = worker.hello if worker else {}
             finally:
                 self._free.put(i)
             report = None

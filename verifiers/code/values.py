@@ -48,6 +48,10 @@ from builtins import (  # noqa: UP029 - bound here: a program patching builtins 
     tuple,
     type,
 )
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any
 
 MAX_DEPTH = 100
 _dumps = json.dumps
@@ -62,15 +66,20 @@ class BadValue(Exception):
     """Data that is not a packed plain value (wrong shape, unknown tag, too deep)."""
 
 
+def _deeper(depth: int, error: type[Exception]) -> int:
+    """The depth one level down from *depth*; *error* past MAX_DEPTH."""
+    if depth > MAX_DEPTH:
+        raise error("nested too deep")
+    return depth + 1
+
+
 def pack(x, ref=None, depth: int = 0):
     """``x`` as packed plain data (see module doc). ``ref(obj) -> int | None`` names objects
     that travel as handles (the judging side's proxies); None: no handles."""
-    if depth > MAX_DEPTH:
-        raise NotPlain("nested too deep")
+    d = _deeper(depth, NotPlain)
     t = type(x)
     if t in _SCALARS:
         return x
-    d = depth + 1
     if t is list:
         return [pack(v, ref, d) for v in list.__iter__(x)]
     if t is tuple:
@@ -83,6 +92,7 @@ def pack(x, ref=None, depth: int = 0):
         return {"b": bytes.decode(x, "latin-1")}
     if t is complex:
         return {"c": [complex.real.__get__(x), complex.imag.__get__(x)]}
+    base: Any  # a base type, each loop's own
     for base, conv in ((bool, bool.__bool__), (int, int.__index__), (float, float.__float__),
                        (str, str.__str__), (bytes, bytes.__bytes__)):
         if isinstance(x, base):
@@ -107,12 +117,10 @@ def pack(x, ref=None, depth: int = 0):
 def unpack(data, resolve=None, depth: int = 0):
     """Packed data -> exact built-in values; ``resolve(n)`` turns a handle into its object
     (None: handles are refused). Raises BadValue on anything outside the closed set."""
-    if depth > MAX_DEPTH:
-        raise BadValue("nested too deep")
+    d = _deeper(depth, BadValue)
     t = type(data)
     if t in _SCALARS:
         return data
-    d = depth + 1
     if t is list:
         return [unpack(v, resolve, d) for v in data]
     if t is not dict or len(data) != 1:
@@ -170,7 +178,8 @@ def _choices(x, k: int, last: int, slot_of: dict, mask: int, n: int, work: list)
     """Up to 3 slots item *k* may take (past *last*, room left for the items after it), in its
     probe order, each with the slots its probes pass before it. Each probe costs a unit of
     ``work[0]``."""
-    before, out = [], []
+    before: list[int] = []
+    out: list[tuple[int, list[int]]] = []
     for steps, slot in enumerate(_probes(hash(x), mask)):
         work[0] -= 1
         if steps > 4 * (mask + 1) or len(out) == 3 or work[0] < 0:
@@ -186,7 +195,9 @@ def _layouts(items: list, size: int, work: list):
     order), depth first over each item's first choices, while ``work[0]`` lasts:
     (slot -> item index, the slots each item's probes pass)."""
     mask, n = size - 1, len(items)
-    slot_of, passed, chosen = {}, [], []
+    slot_of: dict[int, int] = {}
+    passed: list[list[int]] = []
+    chosen: list[int] = []
     stack = [iter(_choices(items[0], 0, -1, slot_of, mask, n, work))]
     while stack and work[0] > 0:
         k = len(stack) - 1

@@ -100,6 +100,11 @@ class _Job:
         self.t0 = time.monotonic()
         self.backstop = self.t0 + self.n * (self.wall + 0.5) + 5
 
+    def _server(self) -> tuple[Checker, Zygote]:
+        """The checker server and the zygote: assert-based jobs only, which run_job gives both."""
+        assert self.checker is not None and self.zygote is not None
+        return self.checker, self.zygote
+
     def _record(self, k: int, head: dict, out_fd: int, t_test: float) -> None:
         res = {key: head[key] for key in ("status", "error", "cpu", "value", "probe", "calls")
                if key in head}
@@ -137,11 +142,12 @@ class _Job:
         req_r, req_w = os.pipe()
         rep_r, rep_w = os.pipe()
         part = {k: self.job.get(k) for k in ("program", "preamble", "limits", "targets")}
-        prog = self.zygote.spawn(dict(part, uid=self.uid, tmpdir=self.tmpdir, n=stop - start),
+        checker, zygote = self._server()
+        prog = zygote.spawn(dict(part, uid=self.uid, tmpdir=self.tmpdir, n=stop - start),
                                  req_r, rep_w)
         os.close(req_r)
         os.close(rep_w)
-        pid = self.checker.run(self.job, start, stop, (req_w, rep_r, w), self.keep_fds)
+        pid = checker.run(self.job, start, stop, (req_w, rep_r, w), self.keep_fds)
         for fd in (req_w, rep_r, w):
             os.close(fd)
         return pid, r, prog
@@ -219,11 +225,11 @@ class _Job:
         if not server:
             _, wstatus, ru = os.wait4(pid, 0)
         elif killed is not None or exited:
-            wstatus, ru = self.checker.stop(), None
+            wstatus, ru = self._server()[0].stop(), None
         os.close(r)
         os.close(pidfd)
         if prog is not None:
-            self._judge_program(start, stop, *self.zygote.reap())
+            self._judge_program(start, stop, *self._server()[1].reap())
         fail_fast = self.lim.get("fail_fast", True)
         nxt = cur
         if self.fatal is not None:
@@ -233,7 +239,7 @@ class _Job:
             cpu = ru.ru_utime + ru.ru_stime if ru is not None else 0.0
             if server and killed is None:
                 if not exited:
-                    self.checker.stop()
+                    self._server()[0].stop()
                 st, err = "checker_crashed", f"the checker stopped before test {cur}"
             else:
                 st, err = killed or _death(wstatus, cpu, self.lim, self.kind)
@@ -323,7 +329,7 @@ def main(argv: list[str] | None = None) -> None:
             break
         job = msg[0]
         try:
-            keep = (jobs_fd, out_fd, zygote.sock.fileno())
+            keep: tuple[int, ...] = (jobs_fd, out_fd, zygote.sock.fileno())
             if chk.sock is not None:
                 keep += (chk.sock.fileno(),)
             head, blobs = run_job(job, uid, args.tmp, abi, bpf, keep, chk, zygote)

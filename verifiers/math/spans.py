@@ -90,6 +90,11 @@ def _inline(text: str, find, start: int, k: int, dollar: bool) -> tuple[int, boo
     return k, 0 <= find("\n", start) < k
 
 
+# opener -> (its closer, the closer's width, None for a display span or, for an inline one,
+# whether it is a dollar: see _inline)
+_KINDS: dict[str, tuple[str | re.Pattern, int, bool | None]] = {
+    "$": (_LIVE_DOLLAR, 1, True), "\\(": ("\\)", 2, False),
+    "$$": ("$$", 2, None), "\\[": ("\\]", 2, None)}
 _ENVS = r"begin\{(align|equation|gather|eqnarray|multline|displaymath)(\*?)\}"
 
 
@@ -122,38 +127,18 @@ def math_spans(text: str) -> list[Span]:
             i = j + 1
             continue
         tok, gone = m.group(0), ""  # gone: the kind whose closer no longer occurs
-        if tok == "$":
-            k = find(_LIVE_DOLLAR, j + 1)
-            gone = "" if k >= 0 else "$"
-            k, broken = _inline(text, find, j + 1, k, True) if k >= 0 else (-1, False)
+        if tok in _KINDS:
+            closer, width, dollar = _KINDS[tok]
+            body = j + len(tok)
+            k = find(closer, body) if tok not in dead else -1
+            gone, broken = "" if k >= 0 else tok, False
+            if k >= 0 and dollar is not None:  # an inline span
+                k, broken = _inline(text, find, body, k, dollar)
             if k >= 0:
-                out.append(Span(j, k + 1, "" if broken else text[j + 1:k]))
-                i = k + 1
+                out.append(Span(j, k + width, "" if broken else text[body:k]))
+                i = k + width
                 continue
-            i = j + 1
-        elif tok[0] == "$":  # $$
-            k = find("$$", j + 2) if "$$" not in dead else -1
-            if k >= 0:
-                out.append(Span(j, k + 2, text[j + 2:k]))
-                i = k + 2
-                continue
-            i, gone = j + 2, "$$"
-        elif tok == "\\[":
-            k = find("\\]", j + 2)
-            if k >= 0:
-                out.append(Span(j, k + 2, text[j + 2:k]))
-                i = k + 2
-                continue
-            i, gone = j + 2, "\\["
-        elif tok == "\\(":
-            k = find("\\)", j + 2)
-            gone = "" if k >= 0 else "\\("
-            k, broken = _inline(text, find, j + 2, k, False) if k >= 0 else (-1, False)
-            if k >= 0:
-                out.append(Span(j, k + 2, "" if broken else text[j + 2:k]))
-                i = k + 2
-                continue
-            i = j + 2
+            i = body
         else:  # \begin{env}
             end = f"\\end{{{m.group(1)}{m.group(2)}}}"
             k = find(end, m.end())
