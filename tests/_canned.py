@@ -25,13 +25,14 @@ def _canned():
 
 
 class Oracle(Generator):
-    """Answers each prompt with a given text; counts the prompts it was asked."""
+    """Answers each prompt with a given text (``answers``: prompt -> text), reporting ``n_tokens``
+    generated tokens per completion; counts the prompts it was asked."""
 
     backend, model_path, tokenizer, n_params = "oracle", "oracle", None, 0
 
-    def __init__(self, answers):
-        self.answers, self.asked = answers, 0
+    def __init__(self, answers, n_tokens=3):
+        self.answers, self.n_tokens, self.asked = answers, n_tokens, 0
 
     def generate(self, prompts, params):
         self.asked += len(prompts)
-        return [[Completion(self.answers[p], 3, "stop")] * params.n for p in prompts]
+        return [[Completion(self.answers[p], self.n_tokens, "stop")] * params.n for p in prompts]

@@ -7,11 +7,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from _canned import Oracle
 from _park import Parked
 
 from dapo_bench.errors import UserError
 from dapo_bench.eval import compare_runs, evaluate
-from dapo_bench.generation.base import Completion, Generator, load_generator
+from dapo_bench.generation.base import Generator, load_generator
 from dapo_bench.io import read_jsonl
 from dapo_bench.results import load_results
 from dapo_bench.tasks import load_task
@@ -39,21 +40,6 @@ class Counting(Generator):
     @property
     def n_params(self):
         return self.inner.n_params
-
-
-class Oracle(Generator):
-    """A generator that answers with given texts (the task's own solutions): exercises scoring."""
-
-    backend = "oracle"
-    model_path = "oracle"
-    tokenizer = None
-    n_params = 0
-
-    def __init__(self, answers):
-        self.answers = answers  # prompt -> text
-
-    def generate(self, prompts, params):
-        return [[Completion(self.answers[p], 3, "stop")] * params.n for p in prompts]
 
 
 SAMPLING = {"n": 2, "temperature": 1.0, "max_new_tokens": 12, "quiet": True}

@@ -5,10 +5,10 @@ import json
 import math
 
 import pytest
+from _canned import Oracle
 
 from dapo_bench.errors import UserError
 from dapo_bench.eval import evaluate
-from dapo_bench.generation.base import Completion, Generator
 from dapo_bench.io import rows_digest
 from dapo_bench.results import (
     SCHEMA_VERSION,
@@ -74,23 +74,11 @@ def test_old_versions_load_and_unknown_ones_are_refused(tmp_path):
     assert res["schema_version"] == 2 and res["suites"]["s"]["macro"]["acc"]["value"] == 0.25
 
 
-class Oracle(Generator):
-    """Answers each prompt with its problem's gold in a box (every answer right)."""
-
-    backend, model_path, tokenizer, n_params = "oracle", "oracle", None, 0
-
-    def __init__(self, answers):
-        self.answers = answers
-
-    def generate(self, prompts, params):
-        return [[Completion(self.answers[p], 2, "stop")] * params.n for p in prompts]
-
-
 def test_eval_results_carry_totals_rows_hash_breakdown_stderr_and_suite(tmp_path):
     tasks = [load_task("arith", limit=6), load_task("arith_ood", limit=3)]
     answers = {t.prompt(p): f"\\boxed{{{p.gold}}}" for t in tasks for p in t.problems}
     answers[tasks[0].prompt(tasks[0].problems[0])] = "\\boxed{nope}"
-    res = evaluate(Oracle(answers), tasks, run_dir=tmp_path / "r", quiet=True)
+    res = evaluate(Oracle(answers, n_tokens=2), tasks, run_dir=tmp_path / "r", quiet=True)
     assert json.loads(json.dumps(res)) == load_results(tmp_path / "r" / "results.json")
     a, ood = res["tasks"]["arith"], res["tasks"]["arith_ood"]
     assert (a["n_problems"], a["n_problems_total"]) == (6, 2000)
@@ -114,7 +102,7 @@ def test_eval_results_carry_totals_rows_hash_breakdown_stderr_and_suite(tmp_path
     doc = (Path(__file__).resolve().parents[2] / "docs" / "results.md").read_text()
     for key in [*res, *a, *suite]:
         assert f'"{key}"' in doc, f"docs/results.md does not document {key!r}"
-    one = evaluate(Oracle(answers), tasks[:1], run_dir=tmp_path / "one", quiet=True)
+    one = evaluate(Oracle(answers, n_tokens=2), tasks[:1], run_dir=tmp_path / "one", quiet=True)
     assert one["suites"] == {}  # half a suite has no suite average
 
 
