@@ -126,3 +126,14 @@ def cli(monkeypatch, capsys):
         return exc.value.code, capsys.readouterr().err
 
     return run
+
+
+@pytest.fixture(scope="module")
+def math_verifier():
+    """A full-mode math verifier (the CLI's default), one worker, a 20 s deadline: one per
+    test module, closed after it."""
+    from dapo_bench.verifiers.math import MathVerifier
+
+    v = MathVerifier(timeout=20.0, workers=1)
+    yield v
+    v.close()

@@ -7,7 +7,7 @@ answers, so a rule that passes everything fails here. ``FORMATS`` is also read b
 """
 
 import pytest
-from dapo_bench.verifiers.math import MathVerifier
+from _math_rows import misjudged
 from dapo_bench.verifiers.math.extract import find_answer
 
 T, F = True, False
@@ -189,21 +189,10 @@ def _rows():
     return [(family, *row) for family, rows in FORMATS.items() for row in rows]
 
 
-@pytest.fixture(scope="module")
-def verifier():
-    v = MathVerifier(timeout=20.0, workers=1)
-    yield v
-    v.close()
-
-
 @pytest.mark.parametrize("family", sorted(FORMATS))
-def test_format_family(verifier, family):
-    rows = FORMATS[family]
-    got = verifier.verify_batch([r[0] for r in rows], [r[1] for r in rows])
-    wrong = [(text[-40:], gold, v.passed, v.extracted, v.details["answer_from"])
-             for (text, gold, passed, how), v in zip(rows, got)
-             if (v.passed, v.details["answer_from"]) != (passed, how)]
-    assert wrong == []
+def test_format_family(math_verifier, family):
+    assert all(len(row) == 4 for row in FORMATS[family])  # each row names its answer_from
+    assert misjudged(math_verifier, FORMATS[family]) == []
 
 
 @pytest.mark.parametrize(("text", "answer", "how"), PRECEDENCE)
@@ -216,13 +205,13 @@ def test_no_fragment_and_no_word(text, answer):
     assert find_answer(text)[0] == answer
 
 
-def test_a_list_of_candidates_does_not_pass(verifier):
+def test_a_list_of_candidates_does_not_pass(math_verifier):
     text = "It could be 3, or 4, or 5, or 6; I am not sure which one is right."
-    assert not any(verifier.verify(text, g).passed for g in ("3", "4", "5", "6"))
+    assert not any(math_verifier.verify(text, g).passed for g in ("3", "4", "5", "6"))
 
 
-def test_cut_off_response_is_credited_for_a_heading_only(verifier):
+def test_cut_off_response_is_credited_for_a_heading_only(math_verifier):
     text = "The answer follows.\n\n# Answer\n\n42"
-    assert verifier.verify(text, "42", finished=False).passed
-    v = verifier.verify("Adding the parts we get 42 and then we", "42", finished=False)
+    assert math_verifier.verify(text, "42", finished=False).passed
+    v = math_verifier.verify("Adding the parts we get 42 and then we", "42", finished=False)
     assert (v.passed, v.reason) == (False, "truncated")

@@ -3,7 +3,7 @@ expected), judged as the CLI does (default ``mode="full"``, no flag), and the ex
 rules as (response, extracted answer, how it was found). One line per case."""
 
 import pytest
-from dapo_bench.verifiers.math import MathVerifier, extract_answer
+from dapo_bench.verifiers.math import extract_answer
 from dapo_bench.verifiers.math.extract import find_answer, gold_answer
 
 T, F = True, False
@@ -84,15 +84,8 @@ EXTRACT = [
 ]
 
 
-@pytest.fixture(scope="module")
-def verifier():
-    v = MathVerifier(timeout=20.0, workers=1)
-    yield v
-    v.close()
-
-
-def test_rules_in_one_batch(verifier):
-    got = verifier.verify_batch([p for _, p, _ in RULES], [g for g, _, _ in RULES])
+def test_rules_in_one_batch(math_verifier):
+    got = math_verifier.verify_batch([p for _, p, _ in RULES], [g for g, _, _ in RULES])
     wrong = [(g, p, e, v.extracted, v.details.get("rule")) for (g, p, e), v in zip(RULES, got)
              if v.passed is not e]
     assert wrong == []
@@ -113,11 +106,11 @@ def test_gold_answer_reads_golds_like_predictions():
     assert gold_answer(prose) == prose  # a prose gold stays prose
 
 
-def test_rule_is_explained(verifier):
-    v = verifier.verify(r"$\boxed{3:4}$", "4:3")
+def test_rule_is_explained(math_verifier):
+    v = math_verifier.verify(r"$\boxed{3:4}$", "4:3")
     assert (v.passed, v.extracted, v.details["answer_from"]) == (False, "3:4", "box")
     assert v.details["rule"] == "ratio: number"
-    v = verifier.verify("$1 < x < 4$", "(1,4)")
+    v = math_verifier.verify("$1 < x < 4$", "(1,4)")
     assert v.details["rule"] == "interval vs relation: same form"
-    v = verifier.verify("$1 < x < 4$", "[1,4)")
+    v = math_verifier.verify("$1 < x < 4$", "[1,4)")
     assert (v.passed, v.details["rule"]) == (False, "interval vs relation: brackets [) vs ()")
