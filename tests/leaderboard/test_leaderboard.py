@@ -24,6 +24,7 @@ from test_leaderboard_fixtures import (
     N_PARAMS,
     SEEDS,
     TARGET,
+    md_row,
     result,
     write_fixture_runs,
 )
@@ -61,11 +62,6 @@ def cells(rendered):
     """The long CSV as {(table, row_id, column): line}."""
     with open(rendered[1] / "arith.csv", newline="") as f:
         return {(x["table"], x["row_id"], x["column"]): x for x in csv.DictReader(f)}
-
-
-def _row(md: str, label: str) -> list[str]:
-    line = next(x for x in md.splitlines() if x.startswith(f"| {label} |"))
-    return [c.strip() for c in line.strip("|").split("|")][1:]
 
 
 def _labels(section: str) -> list[str]:
@@ -130,14 +126,14 @@ def test_seeds_table_means_se_gains(cells):
 def test_seeds_table_cells_bold_n_notes(md):
     t = _section(md, "seeds")
     assert _labels(t)[0] == "Base (reference policy)"
-    assert _row(t, "Base (reference policy)") == ["55.0 ± 1.1", "–", "25.0 ± 1.4", "–", "–", "–"]
+    assert md_row(t, "Base (reference policy)") == ["55.0 ± 1.1", "–", "25.0 ± 1.4", "–", "–", "–"]
     # DAPO: 64.0, 61.0, 65.5 -> 63.5, sd 2.29, se 1.32; best accuracy, so bold
-    dapo = _row(t, "DAPO (MC values; Liu et al., step-level)")
+    dapo = md_row(t, "DAPO (MC values; Liu et al., step-level)")
     assert dapo == ["**63.5** ± 1.3 (+8.5)", "+2.0 ± 0.6", "**30.7** ± 0.9 (+5.7)", "+1.5 ± 0.6",
                     "3.39e+09", "1.027"]
-    assert _row(t, "GRPO")[:2] == ["62.0 ± 1.1 (+7.0)", "**+7.2** ± 0.8"]  # one seed: own se
-    assert _row(t, "DAPO (critic; Liu et al., step-level)")[0] == "61.5 ± 1.5 (+6.5)"
-    assert _row(t, "n")[:4] == ["2000", "2000", "1000", "1000"]
+    assert md_row(t, "GRPO")[:2] == ["62.0 ± 1.1 (+7.0)", "**+7.2** ± 0.8"]  # one seed: own se
+    assert md_row(t, "DAPO (critic; Liu et al., step-level)")[0] == "61.5 ± 1.5 (+6.5)"
+    assert md_row(t, "n")[:4] == ["2000", "2000", "1000", "1000"]
     assert ("- DAPO (MC values; Liu et al., step-level): 3 seeds (0, 1, 2); paired gain ID "
             "per seed +2.0 ± 0.6, +1.0 ± 0.5, +3.0 ± 0.7; paired gain OOD per seed "
             "+1.5 ± 0.9, +0.5 ± 1.0, +2.5 ± 1.1.") in t
@@ -163,12 +159,12 @@ def test_critic_table_fields_and_gains(md, cells):
             assert float(got[col]["stderr"]) == pytest.approx(100 * se)
         assert float(got["flops"]["value"]) == _flops(tokens)
     t = _section(md, "critic")
-    assert _row(t, "DAPO (critic), critic 1x, 1 epoch") == [
+    assert md_row(t, "DAPO (critic), critic 1x, 1 epoch") == [
         "-0.028", "0.1450", "0.160", "5", "-0.2 ± 0.4", "+0.1 ± 0.8", "3.30e+09"]
-    assert _row(t, "DAPO (critic), critic 4x, 1 epoch")[4] == "**+1.1** ± 0.4"  # best gain ID
-    assert _row(t, "DAPO (critic), critic 4x, 4 epochs + step labels")[:6] == [
+    assert md_row(t, "DAPO (critic), critic 4x, 1 epoch")[4] == "**+1.1** ± 0.4"  # best gain ID
+    assert md_row(t, "DAPO (critic), critic 4x, 4 epochs + step labels")[:6] == [
         "+0.150", "0.1200", "0.060", "93", "+0.9 ± 0.4", "**+1.6** ± 0.8"]
-    assert _row(t, "DAPO (MC values), the default run: critic 1x, 1 epoch (trained, not used)"
+    assert md_row(t, "DAPO (MC values), the default run: critic 1x, 1 epoch (trained, not used)"
                 )[3] == "1,342"  # a field column: formatted, not ranked (no bold)
     assert cells["critic", "c1x_e4", "skill"]["kind"] == "missing"
     assert "no result file matched path=critic/c1x-e4-step/*" in t
@@ -188,8 +184,8 @@ def test_beta_rows_by_value_over_seeds(md, cells):
     dapo = SEEDS["dapo"]
     _check_row(cells, "beta", "beta=1.0", [dapo[0], dapo[1]],
                ["seeds/s0/dapo", "seeds/s1/dapo"])
-    assert _row(t, "DAPO (MC values), β = 1.0")[0] == "62.5 ± 1.5 (+7.5)"
-    assert _row(t, "DAPO (MC values), β = 2.0")[0] == "**62.7** ± 0.7 (+7.7)"
+    assert md_row(t, "DAPO (MC values), β = 1.0")[0] == "62.5 ± 1.5 (+7.5)"
+    assert md_row(t, "DAPO (MC values), β = 2.0")[0] == "**62.7** ± 0.7 (+7.7)"
     assert "- DAPO (MC values), β = 10.0: 1 seed (0); paired gain ID per seed -0.4 ± 0.5" in t
 
 
@@ -208,9 +204,9 @@ def test_iteration_rows_cumulative_flops(md, cells):
         # cumulative: iteration k counts the ledger stages it1.* .. it<k>.*
         assert float(c["flops"]["value"]) == pytest.approx(
             statistics.mean(_flops(tok, k) for _, _, tok in ITER.values()))
-    assert _row(t, "DAPO (MC values) iteration 1") == [
+    assert md_row(t, "DAPO (MC values) iteration 1") == [
         "63.0 ± 1.0 (+8.0)", "30.0 ± 1.0 (+5.0)", "3.63e+09"]
-    assert _row(t, "DAPO (MC values) iteration 2")[::2] == ["**65.0** ± 1.0 (+10.0)", "7.26e+09"]
+    assert md_row(t, "DAPO (MC values) iteration 2")[::2] == ["**65.0** ± 1.0 (+10.0)", "7.26e+09"]
 
 
 def test_plots_draw_the_spec_runs(runs):
@@ -402,7 +398,7 @@ def test_a_cheat_rate_column_where_a_run_had_canaries(runs, tmp_path):
     md = (out / "arith.md").read_text()
     seeds = _section(md, "seeds")
     assert "cheat rate (canaries)" in seeds
-    assert _row(seeds, "GRPO")[-1] == "0.75%" and _row(seeds, "PPO")[-1] == "–"
+    assert md_row(seeds, "GRPO")[-1] == "0.75%" and md_row(seeds, "PPO")[-1] == "–"
     assert "cheat rate" not in _section(md, "critic")
     with open(out / "arith.csv", newline="") as f:
         rate = [x for x in csv.DictReader(f) if x["column"] == "cheat_rate"]

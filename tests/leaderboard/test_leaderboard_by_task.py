@@ -3,7 +3,7 @@ one run that has its task (e.g. a long task evaluated in a run of its own). FIXT
 files (made-up numbers)."""
 
 import pytest
-from test_leaderboard_fixtures import result
+from test_leaderboard_fixtures import md_row, result
 
 from dapo_bench.errors import UserError
 from dapo_bench.leaderboard import render
@@ -29,11 +29,6 @@ def _eval_run(runs, name, acc, ood, keep):
     write_results(runs / name, r)
 
 
-def _row(md, label):
-    line = next(x for x in md.splitlines() if x.startswith(f"| {label} |"))
-    return [c.strip() for c in line.strip("|").split("|")][1:]
-
-
 def test_each_column_comes_from_the_run_that_has_its_task(tmp_path):
     runs = tmp_path / "runs"
     _eval_run(runs, "main", 0.60, 0.99, {"arith"})
@@ -41,7 +36,7 @@ def test_each_column_comes_from_the_run_that_has_its_task(tmp_path):
     (tmp_path / "lb.yaml").write_text(SPEC)
     render(tmp_path / "lb.yaml", out_dir=tmp_path / "out", draw_plots=False)
     md = (tmp_path / "out" / "lb.md").read_text()
-    a, b = _row(md, "Model")[:2]
+    a, b = md_row(md, "Model")[:2]
     assert a.startswith("60.0") and b.startswith("30.0")
     assert "extra/results.json" in md and "main/results.json" in md
 

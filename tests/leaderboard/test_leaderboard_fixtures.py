@@ -91,6 +91,12 @@ def heldout(brier: float, brier_constant: float, ece: float,
             "binning": "10 equal-width bins (fixture)", "bins": bins}
 
 
+def md_row(md: str, label: str) -> list[str]:
+    """The cells after the label of the Markdown table row labelled ``label`` (the first such)."""
+    line = next(x for x in md.splitlines() if x.startswith(f"| {label} |"))
+    return [c.strip() for c in line.strip("|").split("|")][1:]
+
+
 def result(method: str, acc: float, ood: float, *, kind: str = "train", seed: int = 0,
            beta: float = 1.0, advantage: str = "mc", iterations: int = 0,
            flops_tokens: int = 1000, run_id: str | None = None,

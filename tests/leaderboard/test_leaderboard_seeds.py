@@ -3,7 +3,7 @@ mean, and each seed's paired gain in the notes. FIXTURE result files (made-up nu
 
 import math
 
-from test_leaderboard_fixtures import result
+from test_leaderboard_fixtures import md_row, result
 
 from dapo_bench.leaderboard import render
 from dapo_bench.results import write_results
@@ -32,11 +32,6 @@ def _run(method, seed, acc, gain, se):
     return r
 
 
-def _row(md, label):
-    line = next(x for x in md.splitlines() if x.startswith(f"| {label} |"))
-    return [c.strip() for c in line.strip("|").split("|")][1:]
-
-
 def test_seed_rows_mean_sem_and_per_seed_gains(tmp_path):
     runs = tmp_path / "runs"
     base = result("base", 0.55, 0.25)
@@ -50,16 +45,16 @@ def test_seed_rows_mean_sem_and_per_seed_gains(tmp_path):
     (tmp_path / "lb.yaml").write_text(SPEC)
     render(tmp_path / "lb.yaml", out_dir=tmp_path / "out", draw_plots=False)
     md = (tmp_path / "out" / "lb.md").read_text()
-    dapo = _row(md, "DAPO")
+    dapo = md_row(md, "DAPO")
     # mean of 62, 60, 64 = 62.0; sd 2.0, standard error 2 / sqrt(3) = 1.15
     assert dapo[0] == f"**62.0** ± {2 / math.sqrt(3):.1f} (+7.0)"
     # gains 2, 1, 3 points: mean 2.0, sd 1.0, sem 0.58
     assert dapo[1] == f"**+2.0** ± {1 / math.sqrt(3):.1f}"
     assert "DAPO: 3 seeds (0, 1, 2); gain ID per seed +2.0 ± 0.6, +1.0 ± 0.5, +3.0 ± 0.7." in md
     # one seed: its own paired stderr, and the note says it is one seed
-    assert _row(md, "GRPO")[1] == "+1.5 ± 0.4"
+    assert md_row(md, "GRPO")[1] == "+1.5 ± 0.4"
     assert "GRPO: 1 seed (0); gain ID per seed +1.5 ± 0.4." in md
-    assert _row(md, "Base")[1] == "–"  # the reference has no gain over itself
+    assert md_row(md, "Base")[1] == "–"  # the reference has no gain over itself
     again = tmp_path / "again"
     render(tmp_path / "lb.yaml", out_dir=again, draw_plots=False)
     assert (again / "lb.md").read_bytes() == md.encode()
@@ -91,9 +86,9 @@ def test_each_evaluated_policy_shows_its_own_paired_gain(tmp_path):
     (tmp_path / "lb.yaml").write_text(EVALS)
     render(tmp_path / "lb.yaml", out_dir=tmp_path / "out", draw_plots=False)
     md = (tmp_path / "out" / "lb.md").read_text()
-    assert _row(md, "Final")[1] == "**+2.0** ± 0.6"  # bold: the best gain
-    assert _row(md, "Control")[1] == "-1.0 ± 0.4"
-    assert _row(md, "Reference")[1] == "–"
+    assert md_row(md, "Final")[1] == "**+2.0** ± 0.6"  # bold: the best gain
+    assert md_row(md, "Control")[1] == "-1.0 ± 0.4"
+    assert md_row(md, "Reference")[1] == "–"
 
 
 def test_an_iteration_row_shows_no_gain(tmp_path):
