@@ -4,6 +4,11 @@
 
 Unknown keys and values of the wrong type raise UserError naming the file or override and the
 field. ``to_dict`` gives the resolved config that every run saves beside its artifacts.
+
+Command-line options are declared the same way, once: a frozen dataclass whose fields are made
+with :func:`option` (a default and its help) is a command's flags (``commands.common``
+makes them) and a docs table (:func:`options_table`); ``methods.options.RunOptions`` (train)
+and ``generation.openai_options.ServedOptions`` (eval's served model) are such classes.
 """
 
 from __future__ import annotations
@@ -24,6 +29,39 @@ if TYPE_CHECKING:
     from _typeshed import DataclassInstance
 
 C = TypeVar("C", bound="DataclassInstance")
+
+
+def option(default: Any, help: str, *, metavar: str | None = None) -> Any:
+    """A dataclass field that is a command-line flag: ``--`` and the field's name with dashes
+    (:func:`flag`), this help and metavar, the field's default. A ``bool`` field is a
+    ``--x/--no-x`` switch; a ``tuple[str, ...]`` field a name list (comma-separated or
+    repeated)."""
+    return dataclasses.field(default=default, metadata={"help": help, "metavar": metavar})
+
+
+def flag(name: str) -> str:
+    """A field's flag: ``eval_max_new_tokens`` -> ``--eval-max-new-tokens``."""
+    return "--" + name.replace("_", "-")
+
+
+def options_table(cls: type) -> str:
+    """A docs table (markdown: flag, default, meaning) of the flags of *cls*, a dataclass whose
+    fields are declared with :func:`option`."""
+    hints = typing.get_type_hints(cls)
+    rows = ["| flag | default | meaning |", "|---|---|---|"]
+
+    def cell(text: str) -> str:
+        return text.replace("|", "\\|")
+
+    for f in dataclasses.fields(cls):
+        name = flag(f.name)
+        if hints[f.name] is bool:
+            name = f"{name}/--no-{name[2:]}"
+        elif f.metadata.get("metavar"):
+            name = f"{name} {f.metadata['metavar']}"
+        default = "-" if f.default in (None, ()) else f"`{f.default}`"
+        rows.append(f"| `{cell(name)}` | {default} | {cell(f.metadata['help'])} |")
+    return "\n".join(rows) + "\n"
 
 
 def to_dict(cfg: Any) -> dict:

@@ -7,11 +7,18 @@
 - Train's evaluation flags are eval's with an ``eval-`` prefix and the same meaning
   (``--eval-tasks``, ``--eval-limit``, ``--eval-max-new-tokens``).
 - Booleans are ``--x/--no-x`` switches; every ``--help`` ends with examples (:func:`examples`).
+- An option declared as a dataclass field (``config.option``: train's ``RunOptions``, eval's
+  ``ServedOptions``) is written nowhere else: :func:`with_options` makes a command's flags from
+  the fields, and :func:`options_of` the object from the flags' values.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import dataclasses
+import inspect
+import typing
+from collections.abc import Callable, Iterable
+from typing import Annotated, Any
 
 # the metavar of a name-list flag, so that help shows "NAME[,NAME...]" rather than list[str]
 NAMES = "NAME[,NAME...]"
@@ -54,3 +61,45 @@ def quiet_accelerator_probe() -> None:
 
     if "DS_ACCELERATOR" not in os.environ and not torch.cuda.is_available():
         os.environ["DS_ACCELERATOR"] = "cpu"
+
+
+def option_parameters(cls: type) -> list[inspect.Parameter]:
+    """The flags of the fields of *cls* (a dataclass declared with ``config.option``), as
+    keyword-only parameters: ``--`` + the name with dashes, the field's help, metavar and
+    default; a ``bool`` is a ``--x/--no-x`` switch, a ``tuple[str, ...]`` takes names,
+    comma-separated or repeated."""
+    import typer
+
+    from dapo_bench.config import flag
+
+    hints = typing.get_type_hints(cls)
+    out = []
+    for f in dataclasses.fields(cls):
+        tp, default = hints[f.name], f.default
+        if tp == tuple[str, ...]:
+            tp, default = list[str] | None, None
+        name = flag(f.name) + (f"/--no-{flag(f.name)[2:]}" if tp is bool else "")
+        info = typer.Option(name, help=f.metadata["help"], metavar=f.metadata.get("metavar"))
+        out.append(inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=default,
+                                     annotation=Annotated[tp, info]))
+    return out
+
+
+def with_options(command: Callable[..., Any], *classes: type) -> Callable[..., Any]:
+    """*command* (whose ``**kwargs`` take them) with the flags of *classes*' fields after its
+    own parameters (:func:`option_parameters`), for typer to read."""
+    own = [p for p in inspect.signature(command, eval_str=True).parameters.values()
+           if p.kind is not inspect.Parameter.VAR_KEYWORD]
+    command.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+        [*own, *(p for cls in classes for p in option_parameters(cls))])
+    return command
+
+
+def options_of(cls: type, values: dict[str, Any]) -> Any:
+    """The *cls* object of its flags' values, by field name (name lists split, deduplicated)."""
+    from dapo_bench.config import flag
+
+    hints = typing.get_type_hints(cls)
+    return cls(**{
+        name: tuple(split_names(v, flag(name))) if hints[name] == tuple[str, ...] else v
+        for name, v in values.items()})

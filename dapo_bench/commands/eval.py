@@ -1,19 +1,27 @@
-"""``dapo-bench eval``: evaluate a model on tasks or suites; see README "Evaluating a model"."""
+"""``dapo-bench eval``: evaluate a model on tasks or suites; see README "Evaluating a model".
+
+The served model's flags (``--base-url``, ``--api``, ...) are not written here: each is a
+``ServedOptions`` field, declared once with its help (``generation.openai_options``), and
+``commands.common.with_options`` makes the flags from the fields.
+"""
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from dapo_bench.commands.common import (
     NAMES,
     examples,
+    options_of,
     quiet_accelerator_probe,
     split_names,
+    with_options,
 )
+from dapo_bench.generation.openai_options import ServedOptions
 from dapo_bench.methods.options import MAX_NEW_TOKENS_HELP
 from dapo_bench.telemetry import REPORT_TO_HELP
 
@@ -23,12 +31,12 @@ EXAMPLES = examples("""
     dapo-bench eval --suite math --model Qwen/Qwen2.5-Math-1.5B-Instruct --limit 100
     dapo-bench eval --tasks gsm8k,math500 --backend openai --base-url http://127.0.0.1:8000/v1 --n 8 --temperature 0.6 --concurrency 32
 """)
-OPENAI_FLAGS = ("--base-url", "--api", "--api-key-env", "--tokenizer", "--concurrency",
-                "--request-timeout", "--max-retries", "--extra-body")
 
 
-def register(app: typer.Typer) -> None:
-    @app.command("eval", epilog=EXAMPLES)
+def register(app: typer.Typer, served_cls: type = ServedOptions) -> None:
+    """Add ``eval`` to *app*, its served-model flags made from *served_cls*' fields
+    (``ServedOptions``; the tests pass a subclass with a field added)."""
+
     def eval_cmd(
         suite: Annotated[str | None, Opt(
             "--suite",
@@ -61,28 +69,7 @@ def register(app: typer.Typer) -> None:
             "--threads", help="hf: torch threads (default 1 for the arith reference policy)")] = None,
         quiet: Annotated[bool, Opt(help="plain log lines, no progress bars")] = False,
         report_to: Annotated[str, Opt("--report-to", help=REPORT_TO_HELP)] = "none",
-        base_url: Annotated[str | None, Opt(
-            "--base-url", help="openai: the server's URL, e.g. http://127.0.0.1:8000/v1")] = None,
-        api: Annotated[str | None, Opt(
-            "--api", help="openai: chat (the server applies the chat template; default) | "
-            "completions (the prompt rendered here with --tokenizer)")] = None,
-        api_key_env: Annotated[str | None, Opt(
-            "--api-key-env", help="openai: the environment variable holding the API key "
-            "(default OPENAI_API_KEY, used when set); never written to a file")] = None,
-        tokenizer: Annotated[str | None, Opt(
-            "--tokenizer", help="openai --api completions: the served model's tokenizer (a "
-            "directory or hub id; default: --model when it is a local directory)")] = None,
-        concurrency: Annotated[int | None, Opt(
-            "--concurrency", help="openai: requests in flight (default 8)")] = None,
-        request_timeout: Annotated[float | None, Opt(
-            "--request-timeout", help="openai: seconds one request may take (default 600)")
-        ] = None,
-        max_retries: Annotated[int | None, Opt(
-            "--max-retries", help="openai: retries of a request on 429, 5xx, timeouts and lost "
-            "connections, with backoff (default 5)")] = None,
-        extra_body: Annotated[str | None, Opt(
-            "--extra-body", help="openai: a JSON object added to every request (e.g. "
-            "'{\"top_k\": 20}')")] = None,
+        **served_values: Any,
     ) -> None:
         """Evaluate a model: runs/<run-id>/results.json + samples.jsonl (rerun to resume)."""
         from rich.console import Console
@@ -114,13 +101,10 @@ def register(app: typer.Typer) -> None:
             if name not in names:
                 raise UserError(f"--data-file {item!r}: task {name!r} is not being evaluated")
             files[name] = path
-        served = {"base_url": base_url, "api": api, "api_key_env": api_key_env,
-                  "tokenizer": tokenizer, "concurrency": concurrency,
-                  "timeout": request_timeout, "max_retries": max_retries,
-                  "extra_body": extra_body}
+        served = options_of(served_cls, served_values)
         gen = None
         if backend == "openai":  # the server is asked now: a wrong flag stops before any write
-            gen = served_generator(model, served)
+            gen = served.generator(model)
             model = gen.model
             if gen.prompt_format == "messages":
                 from dapo_bench.tasks import TASKS
@@ -129,7 +113,7 @@ def register(app: typer.Typer) -> None:
                 for name in names:
                     check_chat(TASKS.get(name))
         else:
-            given = [f for f, v in zip(OPENAI_FLAGS, served.values()) if v is not None]
+            given = served.given()
             if given:
                 raise UserError(f"{given[0]} is an option of --backend openai (got --backend "
                                 f"{backend})")
@@ -161,26 +145,7 @@ def register(app: typer.Typer) -> None:
             Console().print(summary_table(results))
             Console(stderr=True).print(f"wrote {run_dir / 'results.json'} and samples.jsonl")
 
-
-def served_generator(model: str | None, served: dict):
-    """The ``openai`` generator of eval's flags (``served``: flag values, None = default):
-    it asks the server for its models, so a wrong URL, key or model name is a one-line error
-    naming the flag before anything is written."""
-    import json
-
-    from dapo_bench.errors import UserError
-    from dapo_bench.generation.base import load_generator
-    from dapo_bench.generation.openai import KEY_ENV
-
-    opts = {k: v for k, v in served.items() if v is not None}
-    if "extra_body" in opts:
-        try:
-            opts["extra_body"] = json.loads(opts["extra_body"])
-        except json.JSONDecodeError as e:
-            raise UserError(f"--extra-body: not valid JSON ({e.msg} at char {e.pos})") from None
-    opts["key_required"] = "api_key_env" in opts  # named explicitly: it must be set
-    opts.setdefault("api_key_env", KEY_ENV)
-    return load_generator("openai", model, **opts)
+    app.command("eval", epilog=EXAMPLES)(with_options(eval_cmd, served_cls))
 
 
 def _settings(names, model, backend, n, temperature, top_p, max_new_tokens, seed, limit,

@@ -5,23 +5,25 @@ preset on the embedded ``arith`` task and the shipped reference policy, offline 
 Configuration precedence: preset -> ``--config`` YAML -> ``--set key=value`` -> the named flags
 (``--beta`` etc. are shorthands for ``--set beta=...``). The run flags every method shares are
 not written here: each is a ``RunOptions`` field, declared once with its help
-(``methods.options``), and :func:`option_parameters` makes the flags from the fields.
+(``methods.options``), and ``commands.common.with_options`` makes the flags from the fields.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import inspect
-import typing
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from typer import Option as Opt
 
-from dapo_bench.commands.common import examples, quiet_accelerator_probe, split_names
+from dapo_bench.commands.common import (
+    examples,
+    options_of,
+    quiet_accelerator_probe,
+    with_options,
+)
 from dapo_bench.methods import METHOD_NAMES
-from dapo_bench.methods.options import RunOptions, flag
+from dapo_bench.methods.options import RunOptions
 
 EXAMPLES = examples("""
     dapo-bench train --method dapo                  # DAPO on the embedded toy, offline, CPU
@@ -73,7 +75,7 @@ def register(app: typer.Typer, option_cls: type = RunOptions) -> None:
         overrides = list(set_ or []) + flag_overrides(method, {
             "beta": beta, "n_rollouts": n_rollouts, "mc_samples": mc_samples,
             "iterations": iterations})
-        opts = run_options(options, option_cls)
+        opts = options_of(option_cls, options)
         if threads is None:  # the task's default model says how many threads suit it
             threads = (run.task_spec(opts).threads if opts.model is None else None) or 2
         if not torch.cuda.is_available():
@@ -88,37 +90,7 @@ def register(app: typer.Typer, option_cls: type = RunOptions) -> None:
             for line in run.summary_lines(res):  # the budget, the method's own summary
                 Console(stderr=True).print(line, markup=False)
 
-    own = [p for p in inspect.signature(train_cmd, eval_str=True).parameters.values()
-           if p.kind is not inspect.Parameter.VAR_KEYWORD]
-    train_cmd.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
-        [*own, *option_parameters(option_cls)])
-    app.command("train", epilog=EXAMPLES)(train_cmd)
-
-
-def option_parameters(cls: type = RunOptions) -> list[inspect.Parameter]:
-    """``train``'s flags for the :class:`RunOptions` fields (*cls*: a dataclass declared the
-    same way, for the tests), from their declarations (``methods.options.option``): ``--`` +
-    the name with dashes, the field's help, metavar and default; a ``bool`` is a
-    ``--x/--no-x`` switch, a ``tuple[str, ...]`` takes names, comma-separated or repeated."""
-    hints = typing.get_type_hints(cls)
-    out = []
-    for f in dataclasses.fields(cls):
-        tp, default = hints[f.name], f.default
-        if tp == tuple[str, ...]:
-            tp, default = list[str] | None, None
-        name = flag(f.name) + (f"/--no-{flag(f.name)[2:]}" if tp is bool else "")
-        info = Opt(name, help=f.metadata["help"], metavar=f.metadata.get("metavar"))
-        out.append(inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=default,
-                                     annotation=Annotated[tp, info]))
-    return out
-
-
-def run_options(values: dict[str, Any], cls: type = RunOptions) -> Any:
-    """The :class:`RunOptions` (*cls*) of the flags' values (name lists split, deduplicated)."""
-    hints = typing.get_type_hints(cls)
-    return cls(**{
-        name: tuple(split_names(v, flag(name))) if hints[name] == tuple[str, ...] else v
-        for name, v in values.items()})
+    app.command("train", epilog=EXAMPLES)(with_options(train_cmd, option_cls))
 
 
 def summary_table(res: dict):

@@ -7,32 +7,25 @@ type they read; how the options are resolved and checked before a run writes any
 
 from __future__ import annotations
 
-import dataclasses
-import typing
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
+from dapo_bench.config import flag, option, options_table
 from dapo_bench.errors import UserError
 from dapo_bench.telemetry import REPORT_TO_HELP
 from dapo_bench.training.control import CONTROL_BATCH_SIZE, CONTROL_LR
 
+__all__ = ["MAX_NEW_TOKENS_HELP", "RunOptions", "flag", "option", "options_table"]
+
 # 0 (or unset) means "each task's own max_new_tokens"; the help of eval's and train's flags says so
 MAX_NEW_TOKENS_HELP = "cap on generated tokens; 0 or unset = each task's own (tasks/*.yaml)"
-
-
-def option(default: Any, help: str, *, metavar: str | None = None) -> Any:
-    """A :class:`RunOptions` field and its ``dapo-bench train`` flag: ``--`` and the field's name
-    with dashes, this help and metavar, the field's default. A ``bool`` field is a
-    ``--x/--no-x`` switch; a ``tuple[str, ...]`` field a name list (comma-separated or
-    repeated)."""
-    return field(default=default, metadata={"help": help, "metavar": metavar})
 
 
 @dataclass(frozen=True)
 class RunOptions:
     """Options every method shares. Each field is declared once, here, with its help: it is
     a ``dapo-bench train`` flag (``commands/train.py`` builds the flags from these fields), and
-    docs/training.md's options table is rendered from them (:func:`options_table`;
+    docs/training.md's options table is rendered from them (``config.options_table``;
     tests/methods/test_options.py keeps the two equal). Options of the evaluation only
     (``run.rundir.EVAL_OPTIONS``) and cosmetic ones (``COSMETIC``) are not part of the run id.
     """
@@ -102,28 +95,3 @@ class RunOptions:
         from dapo_bench.training.engine import EngineConfig
 
         return EngineConfig(self.deepspeed, self.offload, self.bf16, self.micro_batch)
-
-
-def flag(name: str) -> str:
-    """A field's flag: ``eval_max_new_tokens`` -> ``--eval-max-new-tokens``."""
-    return "--" + name.replace("_", "-")
-
-
-def options_table(cls: type = RunOptions) -> str:
-    """docs/training.md's table of the run flags, rendered from :class:`RunOptions` (*cls*: a
-    dataclass declared the same way, for the tests)."""
-    hints = typing.get_type_hints(cls)
-    rows = ["| flag | default | meaning |", "|---|---|---|"]
-
-    def cell(text: str) -> str:
-        return text.replace("|", "\\|")
-
-    for f in dataclasses.fields(cls):
-        name = flag(f.name)
-        if hints[f.name] is bool:
-            name = f"{name}/--no-{name[2:]}"
-        elif f.metadata.get("metavar"):
-            name = f"{name} {f.metadata['metavar']}"
-        default = "-" if f.default in (None, ()) else f"`{f.default}`"
-        rows.append(f"| `{cell(name)}` | {default} | {cell(f.metadata['help'])} |")
-    return "\n".join(rows) + "\n"

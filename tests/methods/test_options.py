@@ -35,9 +35,9 @@ def test_the_docs_table_is_the_one_the_fields_make():
     text = DOCS.read_text()
     block = re.search(r"<!-- options: [^\n]*-->\n(.*?)<!-- /options -->", text, re.DOTALL)
     assert block, "docs/training.md lost its options table markers"
-    assert block[1] == options_table(), (
+    assert block[1] == options_table(RunOptions), (
         "docs/training.md's options table differs from RunOptions: regenerate it with "
-        "dapo_bench.methods.options.options_table()")
+        "dapo_bench.config.options_table(RunOptions)")
 
 
 def test_every_field_is_a_flag_with_its_help():
