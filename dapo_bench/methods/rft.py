@@ -79,7 +79,7 @@ def run_rft(ctx: RunContext, cfg: RFTConfig) -> MethodOutput:
         policy = ctx.policy(ctx.reference)
         model, tok = policy.model, policy.tokenizer
         if pairs:
-            stats = train_sft(model, tok, pairs, sft_cfg, ledger=ctx.ledger, stage="train",
+            stats = train_sft(model, tok, pairs, sft_cfg, scope=ctx.scope("train"),
                               engine_cfg=ctx.engine_cfg)
             ctx.count("train", stats.counts)
             history, steps, stopped = stats.history, stats.steps, stats.stopped or "epochs"
