@@ -17,7 +17,7 @@ A concern that every stage carries (a token meter today; a token budget, a monit
 tomorrow) is a field here, filled by ``RunContext.scope`` (the harness): no trainer's or
 method's signature changes. ``meters`` is the first: functions ``meter(stage, kind, tokens)``
 told of every charge (``kind`` "inf" or "train"), registered once on the run
-(``RunContext.meters``); tests/test_scope.py adds one and sees every trainer's tokens.
+(``RunContext.meters``); tests/training/test_scope.py adds one and sees every trainer's tokens.
 """
 
 from __future__ import annotations
