@@ -41,7 +41,8 @@ def test_a_meter_registered_once_sees_every_charge_of_every_method(method, tmp_p
     ledger = {name: {k: s.get(k, 0) for k in ("n_inf", "n_train")}
               for name, s in out["ledger"]["stages"].items()}
     assert ledger and TokenMeter.seen == ledger
-    assert any(s["n_train"] for s in ledger.values())  # a trainer's tokens reached it too
+    if out["history"]:  # it trained (TINY's DPO may find no pair): the trainer's tokens too
+        assert any(s["n_train"] for s in ledger.values())
 
 
 def test_a_scope_without_a_run_charges_its_ledger_and_its_meters():
