@@ -26,9 +26,10 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from dapo_bench.methods.base import MethodOutput, register_method, train_stage
+from dapo_bench.methods.base import MethodOutput, register_method, train_on_pairs
 from dapo_bench.methods.context import RunContext
 from dapo_bench.methods.data import OfflineSampling, as_groups, rollout_stage
+from dapo_bench.models import Policy
 from dapo_bench.training import budget
 from dapo_bench.training.batches import pack_pairs, sequence_logprobs
 from dapo_bench.training.engine import ONE_PROCESS, EngineConfig, OptimConfig, make_engine
@@ -185,30 +186,16 @@ def train_dpo(model, tok, pairs: list[Pair], cfg: DPOConfig, *, scope: Scope,
 )
 def run_dpo(ctx: RunContext, cfg: DPOConfig) -> MethodOutput:
     groups, prompts = rollout_stage(ctx, cfg)
-    out_dir = ctx.run_dir / "policy"
 
-    def work() -> dict:
-        pairs = build_pairs(as_groups(groups, prompts),
-                            max_pairs_per_prompt=cfg.max_pairs_per_prompt, seed=ctx.opts.seed)
-        policy = ctx.policy(ctx.reference)
-        model, tok = policy.model, policy.tokenizer
-        history: list[dict] = []
-        how = {"steps": 0, "epochs": 0.0, "stopped": "no data"}
-        if pairs:
-            run_cfg = dataclasses.replace(cfg, epochs=budget.epochs(ctx.ledger, cfg.epochs))
-            stats = train_dpo(model, tok, pairs, run_cfg, scope=ctx.scope("train"),
-                              seed=ctx.opts.seed, engine_cfg=ctx.engine_cfg,
-                              on_log=lambda r: ctx.log(f"dpo step {r['step']}: loss "
-                                                       f"{r['loss']:.4f}, pair acc "
-                                                       f"{r['pair_acc']:.3f}"))
-            history = stats.history
-            how = {"steps": stats.steps, "epochs": round(stats.epochs, 3),
-                   "stopped": stats.stopped or "epochs"}
-            ctx.count("train", stats.counts)
-        else:
-            ctx.log("dpo: no (correct, wrong) pair to train on; the policy is unchanged")
-        ctx.save_trained(policy, out_dir)
-        return {"problems_sampled": len(groups), "pairs": len(pairs), **how,
-                "history": history}
+    def train(policy: Policy, pairs: list[Pair]) -> Any:
+        run_cfg = dataclasses.replace(cfg, epochs=budget.epochs(ctx.ledger, cfg.epochs))
+        return train_dpo(policy.model, policy.tokenizer, pairs, run_cfg,
+                         scope=ctx.scope("train"), seed=ctx.opts.seed, engine_cfg=ctx.engine_cfg,
+                         on_log=lambda r: ctx.log(f"dpo step {r['step']}: loss {r['loss']:.4f}, "
+                                                  f"pair acc {r['pair_acc']:.3f}"))
 
-    return train_stage(ctx, work, out_dir)
+    return train_on_pairs(
+        ctx, len(groups),
+        lambda: build_pairs(as_groups(groups, prompts),
+                            max_pairs_per_prompt=cfg.max_pairs_per_prompt, seed=ctx.opts.seed),
+        train, "dpo: no (correct, wrong) pair to train on; the policy is unchanged")
