@@ -42,10 +42,6 @@ class Scope:
     progress: Callable[..., None] | None = None
     meters: tuple[Meter, ...] = ()
 
-    def with_progress(self, progress: Callable[..., None] | None) -> Scope:
-        """This scope with ``progress`` as its bar."""
-        return dataclasses.replace(self, progress=progress)
-
     def charge_inf(self, tokens: int) -> None:
         """Charge ``tokens`` of inference-only forward passes (generation, scoring)."""
         if self.ledger is not None:
