@@ -20,6 +20,7 @@ from typing import Any
 from dapo_bench.errors import UserError
 from dapo_bench.methods import METHODS
 from dapo_bench.methods.context import RunContext
+from dapo_bench.models import Policy
 
 
 @dataclass(frozen=True)
@@ -82,3 +83,30 @@ def train_stage(ctx: RunContext, work: Callable[[], dict], out_dir: Path) -> Met
     info = ctx.run_stage("train", work, every_rank=True)
     return MethodOutput(str(out_dir), history=info.get("history", []),
                         extra={"train_info": {k: v for k, v in info.items() if k != "history"}})
+
+
+def train_on_pairs(ctx: RunContext, sampled: int, pairs: Callable[[], list],
+                   train: Callable[[Policy, list], Any], none: str) -> MethodOutput:
+    """An offline method's ``train`` stage (RFT, DPO): ``train(policy, pairs())`` (the loop's
+    stats) on the reference policy in place, its counts kept, the policy saved to ``policy/``;
+    with no pair the policy is saved unchanged and ``none`` logged. ``sampled``: the problems
+    its rollouts stage sampled (reported)."""
+    out_dir = ctx.run_dir / "policy"
+
+    def work() -> dict:
+        data = pairs()
+        policy = ctx.policy(ctx.reference)
+        history: list[dict] = []
+        how = {"steps": 0, "epochs": 0.0, "stopped": "no data"}
+        if data:
+            stats = train(policy, data)
+            history = stats.history
+            how = {"steps": stats.steps, "epochs": round(stats.epochs, 3),
+                   "stopped": stats.stopped or "epochs"}
+            ctx.count("train", stats.counts)
+        else:
+            ctx.log(none)
+        ctx.save_trained(policy, out_dir)
+        return {"problems_sampled": sampled, "pairs": len(data), **how, "history": history}
+
+    return train_stage(ctx, work, out_dir)

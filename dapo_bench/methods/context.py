@@ -35,6 +35,12 @@ whatever they go on to do with it, through :meth:`RunContext.sampled` (a :class:
 stage, what sampled, the scorer, the parameters; the online step); every hook sees every pass.
 A new concern registers a hook there and touches no method (docs/architecture.md).
 
+Scope: every trainer and sampling pass of a stage gets the stage's cross-cutting pieces as one
+value, :meth:`RunContext.scope` (a ``training.scope.Scope``: the ledger under the stage's name,
+its progress bar, the run's ``meters``), not as ``ledger=, stage=`` keywords. A concern that
+every stage carries (a token meter, a token budget) is a field of the scope that this method
+fills: no trainer's or method's signature changes.
+
 Not covered: resuming in the middle of a stage that is neither append-only nor checkpointed
 (eval stages rerun their unfinished tasks from the samples log).
 """
@@ -54,6 +60,7 @@ from dapo_bench.ledger import Ledger, StageCount
 from dapo_bench.methods.options import RunOptions
 from dapo_bench.models import Policy
 from dapo_bench.training import checkpoint
+from dapo_bench.training.scope import Meter, Scope
 
 
 @dataclasses.dataclass(frozen=True)
@@ -95,6 +102,7 @@ class RunContext:
         self._gen: Any = None
         self._gen_policy: Policy | None = None
         self.hooks: list[Hook] = []  # registered once by the run (run/train.py)
+        self.meters: list[Meter] = []  # told of every charge of every stage's scope
 
     @property
     def reference(self) -> str:
@@ -141,6 +149,12 @@ class RunContext:
         """Tell every hook of the run of a sampling pass (module docstring: Hooks)."""
         for hook in self.hooks:
             hook(self, event)
+
+    def scope(self, stage: str, progress: Callable[..., None] | None = None) -> Scope:
+        """What ``stage``'s trainers and sampling passes are charged to and report through:
+        the run's ledger under ``stage``, the stage's progress bar (``advance`` of
+        :meth:`progress`, if any) and the run's meters (module docstring: Scope)."""
+        return Scope(stage, self.ledger, progress, tuple(self.meters))
 
     def count(self, stage: str, counts: dict[str, int]) -> None:
         """Add to a stage's counts (kept in its marker and reported in results.json)."""

@@ -193,8 +193,8 @@ def rollout_stage(ctx: RunContext, cfg: OfflineSampling) -> tuple[list[Group], d
                     budget.phase(led, budget.share(led, led.total_flops, cfg.rollout_frac)):
                 groups = sample_groups(
                     ctx.generator(ctx.reference), [Request.for_problem(p) for p in problems],
-                    cfg.samples_per_prompt, scorer, params=params, chunk_size=cfg.chunk, ledger=led,
-                    stage="rollouts", progress=advance, until=led.exhausted)
+                    cfg.samples_per_prompt, scorer, params=params, chunk_size=cfg.chunk,
+                    scope=ctx.scope("rollouts", advance), until=led.exhausted)
             ctx.sampled(Sampled("rollouts", ctx.generator(ctx.reference), scorer, len(groups),
                                 cfg.samples_per_prompt, params,
                                 lambda task: load_train_problems(ctx, task=task)))

@@ -26,14 +26,15 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from dapo_bench.ledger import Ledger
-from dapo_bench.methods.base import MethodOutput, register_method, train_stage
+from dapo_bench.methods.base import MethodOutput, register_method, train_on_pairs
 from dapo_bench.methods.context import RunContext
 from dapo_bench.methods.data import OfflineSampling, as_groups, rollout_stage
+from dapo_bench.models import Policy
 from dapo_bench.training import budget
 from dapo_bench.training.batches import pack_pairs, sequence_logprobs
 from dapo_bench.training.engine import ONE_PROCESS, EngineConfig, OptimConfig, make_engine
 from dapo_bench.training.loop import LossOut, shuffled_batches, steps_for, train_loop
+from dapo_bench.training.scope import Scope
 
 
 @dataclass
@@ -135,8 +136,8 @@ def _encode(tok, pairs: list[Pair], max_length: int):
 
 
 @torch.no_grad()
-def reference_logprobs(ref, tok, pairs: list[Pair], cfg: DPOConfig, ledger: Ledger,
-                       stage: str, micro_batch: int = 0) -> torch.Tensor:
+def reference_logprobs(ref, tok, pairs: list[Pair], cfg: DPOConfig, scope: Scope,
+                       micro_batch: int = 0) -> torch.Tensor:
     """[P, 2] summed reference log-probs (chosen, rejected), charged as inference; in chunks
     of ``micro_batch`` pairs when set (the logits of a chunk are what a pass holds)."""
     ref.eval()
@@ -148,17 +149,17 @@ def reference_logprobs(ref, tok, pairs: list[Pair], cfg: DPOConfig, ledger: Ledg
         lp = sequence_logprobs(ref, b.to(ref.device)).float().cpu()
         out[s : s + len(chunk), 0] = lp[: len(chunk)]
         out[s : s + len(chunk), 1] = lp[len(chunk) :]
-        ledger.add_inf(stage, b.n_tokens)
+        scope.charge_inf(b.n_tokens)
     return out
 
 
-def train_dpo(model, tok, pairs: list[Pair], cfg: DPOConfig, *, ledger: Ledger,
-              stage: str = "train", seed: int = 0, engine_cfg: EngineConfig = ONE_PROCESS,
+def train_dpo(model, tok, pairs: list[Pair], cfg: DPOConfig, *, scope: Scope,
+              seed: int = 0, engine_cfg: EngineConfig = ONE_PROCESS,
               on_log=None) -> Any:
     """Train ``model`` in place on ``pairs``; pi_ref = ``model`` as it is on entry. Returns
     the loop's stats (history, counts)."""
     torch.manual_seed(seed)
-    ref_lp = reference_logprobs(model, tok, pairs, cfg, ledger, stage, engine_cfg.micro_batch)
+    ref_lp = reference_logprobs(model, tok, pairs, cfg, scope, engine_cfg.micro_batch)
     engine = make_engine(model, cfg.optim, engine_cfg)
 
     def loss_fn(idx: list[int]) -> LossOut:
@@ -174,7 +175,7 @@ def train_dpo(model, tok, pairs: list[Pair], cfg: DPOConfig, *, ledger: Ledger,
     total = steps_for(cfg.epochs, len(pairs), cfg.batch_size, whole_batches=False)
     return train_loop(
         engine, lambda epoch: shuffled_batches(len(pairs), cfg.batch_size, seed + epoch),
-        loss_fn, total_steps=total, ledger=ledger, stage=stage,
+        loss_fn, total_steps=total, scope=scope,
         on_log=lambda st: on_log and on_log(st.history[-1]),
     )
 
@@ -185,30 +186,16 @@ def train_dpo(model, tok, pairs: list[Pair], cfg: DPOConfig, *, ledger: Ledger,
 )
 def run_dpo(ctx: RunContext, cfg: DPOConfig) -> MethodOutput:
     groups, prompts = rollout_stage(ctx, cfg)
-    out_dir = ctx.run_dir / "policy"
 
-    def work() -> dict:
-        pairs = build_pairs(as_groups(groups, prompts),
-                            max_pairs_per_prompt=cfg.max_pairs_per_prompt, seed=ctx.opts.seed)
-        policy = ctx.policy(ctx.reference)
-        model, tok = policy.model, policy.tokenizer
-        history: list[dict] = []
-        how = {"steps": 0, "epochs": 0.0, "stopped": "no data"}
-        if pairs:
-            run_cfg = dataclasses.replace(cfg, epochs=budget.epochs(ctx.ledger, cfg.epochs))
-            stats = train_dpo(model, tok, pairs, run_cfg, ledger=ctx.ledger, stage="train",
-                              seed=ctx.opts.seed, engine_cfg=ctx.engine_cfg,
-                              on_log=lambda r: ctx.log(f"dpo step {r['step']}: loss "
-                                                       f"{r['loss']:.4f}, pair acc "
-                                                       f"{r['pair_acc']:.3f}"))
-            history = stats.history
-            how = {"steps": stats.steps, "epochs": round(stats.epochs, 3),
-                   "stopped": stats.stopped or "epochs"}
-            ctx.count("train", stats.counts)
-        else:
-            ctx.log("dpo: no (correct, wrong) pair to train on; the policy is unchanged")
-        ctx.save_trained(policy, out_dir)
-        return {"problems_sampled": len(groups), "pairs": len(pairs), **how,
-                "history": history}
+    def train(policy: Policy, pairs: list[Pair]) -> Any:
+        run_cfg = dataclasses.replace(cfg, epochs=budget.epochs(ctx.ledger, cfg.epochs))
+        return train_dpo(policy.model, policy.tokenizer, pairs, run_cfg,
+                         scope=ctx.scope("train"), seed=ctx.opts.seed, engine_cfg=ctx.engine_cfg,
+                         on_log=lambda r: ctx.log(f"dpo step {r['step']}: loss {r['loss']:.4f}, "
+                                                  f"pair acc {r['pair_acc']:.3f}"))
 
-    return train_stage(ctx, work, out_dir)
+    return train_on_pairs(
+        ctx, len(groups),
+        lambda: build_pairs(as_groups(groups, prompts),
+                            max_pairs_per_prompt=cfg.max_pairs_per_prompt, seed=ctx.opts.seed),
+        train, "dpo: no (correct, wrong) pair to train on; the policy is unchanged")

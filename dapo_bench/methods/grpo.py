@@ -92,7 +92,7 @@ def train_grpo(policy: OnlinePolicy, problems: list, cfg: GRPOConfig,
     model = policy.model
     ref = frozen_copy(model)
     engine = make_engine(model, cfg.optim, run.engine_cfg)
-    ledger, stage, seed = run.ledger, run.stage, run.seed
+    scope, seed = run.scope, run.seed
 
     def update(rb: RolloutBatch, step: int) -> dict:
         mask = rb.batch.response_mask
@@ -100,8 +100,8 @@ def train_grpo(policy: OnlinePolicy, problems: list, cfg: GRPOConfig,
             outcome_token_rewards(rb.rewards, mask), mask, group=rb.group,
             norm_by_std=cfg.norm_by_std))
         on_policy = cfg.ppo_epochs == 1 and global_rows(rb) <= cfg.minibatch_size
-        old = None if on_policy else chunked_logprobs(model, rb, ledger=ledger, stage=stage)
-        ref_lp = chunked_logprobs(ref, rb, ledger=ledger, stage=stage) if cfg.kl_coef else None
+        old = None if on_policy else chunked_logprobs(model, rb, scope=scope)
+        ref_lp = chunked_logprobs(ref, rb, scope=scope) if cfg.kl_coef else None
 
         def loss_fn(idx: list[int]) -> LossOut:
             mb = rb.rows(idx)
@@ -116,8 +116,7 @@ def train_grpo(policy: OnlinePolicy, problems: list, cfg: GRPOConfig,
             return LossOut(out.loss, agg_weight(mb.response_mask, cfg.loss_agg), mb.n_tokens,
                            {"pg_loss": out.pg_loss, "kl": out.kl, "clip_frac": out.clip_frac})
 
-        means = update_passes(engine, rb, loss_fn, cfg, ledger=ledger, stage=stage, seed=seed,
-                              step=step)
+        means = update_passes(engine, rb, loss_fn, cfg, scope=scope, seed=seed, step=step)
         return {k: means.get(k, 0.0) for k in ("pg_loss", "kl", "clip_frac")}
 
     return run.loop(policy, problems, cfg, n_prompts=cfg.prompts_per_step,

@@ -66,8 +66,8 @@ def run_online(ctx: RunContext, cfg: Any, train_fn: Callable) -> MethodOutput:
                         ctx.log(f"{ctx.method} step {row['step']}: reward {row['reward']:.3f}, "
                                 f"kl {row['kl']:.4f}, {row['flops']:.3g} FLOPs")
 
-                history = train_fn(policy, problems, cfg, ledger=ctx.ledger, score=scorer,
-                                   stage="train", seed=ctx.opts.seed, engine_cfg=ctx.engine_cfg,
+                history = train_fn(policy, problems, cfg, scope=ctx.scope("train"), score=scorer,
+                                   seed=ctx.opts.seed, engine_cfg=ctx.engine_cfg,
                                    on_log=log, watch=_told(ctx, scorer, problems))
             save_policy(policy.model, policy.tokenizer, out_dir)
             ctx.count("train", {k: sum(h[k] for h in history)

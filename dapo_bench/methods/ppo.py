@@ -34,7 +34,6 @@ from dapo_bench.training.online import (
     OnlinePolicy,
     OnlineRun,
     RolloutBatch,
-    charge,
     chunked_logprobs,
     frozen_copy,
     online_trainer,
@@ -116,16 +115,16 @@ def train_ppo(policy: OnlinePolicy, problems: list, cfg: PPOConfig,
     engines = {"actor": make_engine(model, cfg.optim, run.engine_cfg),
                "critic": make_engine(critic, OptimConfig(**{**cfg.optim.__dict__,
                                                             "lr": cfg.critic_lr}), run.engine_cfg)}
-    ledger, stage, seed = run.ledger, run.stage, run.seed
+    scope, seed = run.scope, run.seed
 
     def update(rb: RolloutBatch, step: int) -> dict:
         mask = rb.batch.response_mask
-        old = chunked_logprobs(model, rb, ledger=ledger, stage=stage)
-        ref_lp = chunked_logprobs(ref, rb, ledger=ledger, stage=stage) if cfg.kl_coef else old
+        old = chunked_logprobs(model, rb, scope=scope)
+        ref_lp = chunked_logprobs(ref, rb, scope=scope) if cfg.kl_coef else old
         with torch.no_grad():
             critic.eval()
             old_v = token_values(critic, rb.batch)
-            charge(ledger, stage, rb.batch.n_tokens)
+            scope.charge_ranks(rb.batch.n_tokens)
         rewards = outcome_token_rewards(rb.rewards, mask)
         if cfg.kl_mode == "reward" and cfg.kl_coef:
             rewards = shaped_rewards(rewards, old, ref_lp, mask, cfg.kl_coef, cfg.kl_kind)
@@ -154,8 +153,7 @@ def train_ppo(policy: OnlinePolicy, problems: list, cfg: PPOConfig,
                                              "clip_frac": out.clip_frac,
                                              "value_loss": float(vloss.detach())})
 
-        means = update_passes(engines, rb, loss_fn, cfg, ledger=ledger, stage=stage, seed=seed,
-                              step=step)
+        means = update_passes(engines, rb, loss_fn, cfg, scope=scope, seed=seed, step=step)
         return {k: means.get(k, 0.0) for k in ("pg_loss", "kl", "clip_frac", "value_loss")}
 
     return run.loop(policy, problems, cfg, n_prompts=cfg.rollout_batch, n_samples=1,

@@ -21,7 +21,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from dapo_bench.methods.base import MethodOutput, register_method, train_stage
+from dapo_bench.methods.base import MethodOutput, register_method, train_on_pairs
 from dapo_bench.methods.context import RunContext
 from dapo_bench.methods.data import OfflineSampling, as_groups, rollout_stage
 from dapo_bench.training import budget
@@ -70,26 +70,11 @@ def select_correct(
 )
 def run_rft(ctx: RunContext, cfg: RFTConfig) -> MethodOutput:
     groups, prompts = rollout_stage(ctx, cfg)
-    out_dir = ctx.run_dir / "policy"
     sft_cfg = dataclasses.replace(cfg.sft, seed=ctx.opts.seed,
                                   epochs=budget.epochs(ctx.ledger, cfg.sft.epochs))
-
-    def work() -> dict:
-        pairs = select_correct(as_groups(groups, prompts), max_per_prompt=cfg.max_per_prompt)
-        policy = ctx.policy(ctx.reference)
-        model, tok = policy.model, policy.tokenizer
-        if pairs:
-            stats = train_sft(model, tok, pairs, sft_cfg, ledger=ctx.ledger, stage="train",
-                              engine_cfg=ctx.engine_cfg)
-            ctx.count("train", stats.counts)
-            history, steps, stopped = stats.history, stats.steps, stats.stopped or "epochs"
-            ep = round(stats.epochs, 3)
-        else:
-            ctx.log("rft: no correct sample to train on; the policy is unchanged")
-            history, steps, stopped, ep = [], 0, "no data", 0.0
-        ctx.save_trained(policy, out_dir)
-        return {"problems_sampled": len(groups), "pairs": len(pairs), "steps": steps,
-                "epochs": ep, "stopped": stopped,
-                "history": history}
-
-    return train_stage(ctx, work, out_dir)
+    return train_on_pairs(
+        ctx, len(groups),
+        lambda: select_correct(as_groups(groups, prompts), max_per_prompt=cfg.max_per_prompt),
+        lambda policy, pairs: train_sft(policy.model, policy.tokenizer, pairs, sft_cfg,
+                                        scope=ctx.scope("train"), engine_cfg=ctx.engine_cfg),
+        "rft: no correct sample to train on; the policy is unchanged")

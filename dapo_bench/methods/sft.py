@@ -46,7 +46,7 @@ def run_sft(ctx: RunContext, cfg: SFTConfig) -> MethodOutput:
         steps = steps_for(nominal, len(pairs), cfg.batch_size)
         with ctx.progress("sft", steps, unit="steps") as advance:
             report = step_counter(advance, cfg.log_every)
-            stats = train_sft(model, tok, pairs, cfg, ledger=ctx.ledger, stage="train",
+            stats = train_sft(model, tok, pairs, cfg, scope=ctx.scope("train"),
                               engine_cfg=ctx.engine_cfg, on_log=lambda s: report(s.steps))
         ctx.count("train", stats.counts)
         ctx.save_trained(policy, out_dir)

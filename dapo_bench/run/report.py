@@ -26,6 +26,7 @@ from dapo_bench.methods.canaries import summary as canary_summary
 from dapo_bench.methods.context import RunContext
 from dapo_bench.methods.evaluate import eval_policy, train_problem_solutions
 from dapo_bench.results import build_results, now_utc, write_results
+from dapo_bench.training.scope import Scope
 
 
 def run_control(ctx: RunContext, ref_dir: str, flops: float) -> str:
@@ -44,7 +45,7 @@ def run_control(ctx: RunContext, ref_dir: str, flops: float) -> str:
         led = Ledger(n_params=ctx.ledger.n_params, budget_flops=flops)
         cfg = SFTConfig(epochs=budget.epochs(led, 1.0), batch_size=ctx.opts.control_batch_size,
                         seed=ctx.opts.seed, optim=OptimConfig(lr=ctx.opts.control_lr))
-        stats = train_sft(model, tok, pairs, cfg, ledger=led, stage="control",
+        stats = train_sft(model, tok, pairs, cfg, scope=Scope("control", led),
                           engine_cfg=ctx.engine_cfg)
         ctx.count("control.sft", stats.counts)
         ctx.save_trained(policy, out)

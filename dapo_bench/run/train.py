@@ -30,10 +30,14 @@ from dapo_bench.methods.context import Hook, RunContext
 from dapo_bench.nodes import check_shared_dir
 from dapo_bench.run.options import RunOptions, resolve_config, resolve_options
 from dapo_bench.run.rundir import claim_run_dir, default_run_id
+from dapo_bench.training.scope import Meter
 
 # The hooks every run registers (``RunContext.sampled``): one fresh instance per run. A new
 # concern that watches sampling (a monitor, a budget) is one entry here; no method changes.
 HOOKS: list[Callable[[], Hook]] = [CanaryHook]
+# The meters every run registers (``RunContext.meters``, carried by every stage's scope): one
+# fresh instance per run, told of every token a stage is charged (``training.scope.Meter``).
+METERS: list[Callable[[], Meter]] = []
 
 def run_training(
     method: str,
@@ -71,6 +75,7 @@ def run_training(
     t0 = time.perf_counter()
     ctx = RunContext(run_dir, opts, n_params, method)
     ctx.hooks.extend(make() for make in HOOKS)  # what watches every sampling pass
+    ctx.meters.extend(make() for make in METERS)  # what is told of every charge
     ctx.adopt(ref)  # loaded once: the first stage that uses the reference takes this one
     ctx.log(f"run dir {run_dir} (method {method}, preset {preset})")
     try:

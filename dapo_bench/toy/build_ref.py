@@ -49,6 +49,7 @@ from dapo_bench.provenance import package_versions
 from dapo_bench.toy.model import tiny_llama
 from dapo_bench.toy.tokenizer import build_char_tokenizer
 from dapo_bench.training.engine import OptimConfig
+from dapo_bench.training.scope import Scope
 from dapo_bench.training.sft import SFTConfig, sft_rows, train_sft
 
 MAX_NEW_TOKENS = 96
@@ -148,7 +149,8 @@ def continuation_check(model, tok, flops: float, seed: int, n_eval: int | None =
     led = Ledger(n_params=count_params(model), budget_flops=flops)
     cfg = SFTConfig(epochs=budget.epochs(led, 1.0), batch_size=CONTROL_BATCH_SIZE,
                     seed=seed + 2000, log_every=10**9, optim=OptimConfig(lr=CONTROL_LR))
-    st = train_sft(more, tok, sft_rows(tok, sft_pairs(make_split("rl_train"))), cfg, ledger=led)
+    st = train_sft(more, tok, sft_rows(tok, sft_pairs(make_split("rl_train"))), cfg,
+                   scope=Scope("sft", led))
     out = {"flops": led.total_flops, "target_flops": flops, "steps": st.steps,
            "epochs": round(st.epochs, 3), "lr": CONTROL_LR,
            "batch_size": CONTROL_BATCH_SIZE}

@@ -45,7 +45,8 @@ import torch
 
 from dapo_bench import dist, telemetry
 from dapo_bench.io import atomic_write_json, read_json
-from dapo_bench.ledger import Ledger, StageCount
+from dapo_bench.ledger import StageCount
+from dapo_bench.training.scope import Scope
 
 
 @dataclasses.dataclass
@@ -59,9 +60,9 @@ class StageCheckpoint:
     def due(self, step: int, total: int) -> bool:
         return step < total and step % self.every == 0
 
-    def save(self, engines: dict[str, Any], state: dict, key: dict,
-             ledger: Ledger | None, stage: str) -> None:
-        """Every rank calls it at the same step."""
+    def save(self, engines: dict[str, Any], state: dict, key: dict, scope: Scope) -> None:
+        """Every rank calls it at the same step (the ledger's count of ``scope``'s stage is
+        saved with the state)."""
         step = int(state["steps"])
         d = self.dir / f"step{step}"
         d.mkdir(parents=True, exist_ok=True)
@@ -69,7 +70,8 @@ class StageCheckpoint:
             e.save_state(d / f"engine{'-' + name if name else ''}")
         torch.save(_rng_state(), d / f"rng.rank{dist.rank()}.pt")
         if dist.is_main():
-            count = ledger.stages.get(stage) if ledger is not None else None
+            ledger = scope.ledger
+            count = ledger.stages.get(scope.stage) if ledger is not None else None
             atomic_write_json(d / "state.json", {
                 **state, "ledger": dataclasses.asdict(count) if count else None,
                 **telemetry.position()})
@@ -81,8 +83,7 @@ class StageCheckpoint:
                     shutil.rmtree(old, ignore_errors=True)
         dist.barrier()
 
-    def load(self, engines: dict[str, Any], key: dict, ledger: Ledger | None,
-             stage: str) -> dict | None:
+    def load(self, engines: dict[str, Any], key: dict, scope: Scope) -> dict | None:
         """The saved loop state with engines, RNG and ledger restored; None without a
         checkpoint of this loop."""
         latest = self.dir / "latest.json"
@@ -104,11 +105,11 @@ class StageCheckpoint:
         if "telemetry_step" in state:
             telemetry.resume({"telemetry_step": state.pop("telemetry_step")})
         saved = state.pop("ledger")
-        if ledger is not None:
+        if scope.ledger is not None:
             if saved:
-                ledger.stages[stage] = StageCount(**saved)
+                scope.ledger.stages[scope.stage] = StageCount(**saved)
             else:
-                ledger.stages.pop(stage, None)
+                scope.ledger.stages.pop(scope.stage, None)
         return state
 
 

@@ -1,7 +1,7 @@
 """The one training loop: every trainer (SFT, the critic, DAPO's actor, DPO, GRPO, PPO) runs it.
 
     stats = train_loop(engine, batches, loss_fn, total_steps=N, schedule=Schedule(lr=...),
-                       ledger=ledger, stage="train")
+                       scope=Scope("train", ledger))
 
 A trainer supplies only its batches and its loss:
 
@@ -16,10 +16,10 @@ A trainer supplies only its batches and its loss:
 The loop runs ``total_steps`` optimizer steps over as many epochs as that takes (a fraction of
 the last one included), and per step: stops early when ``stop(stats)`` says so (it sees the
 steps and history so far, a resumed loop's included) or the ledger's FLOP budget is spent
-(``stopped``), sets the learning rate from ``schedule``, gives each rank its
-share of the global batch, steps every engine, adds the step's tokens to ``ledger`` under
-``stage``, and every ``log_every`` steps appends the mean statistics of those steps to the
-history (and calls ``on_log``). ``on_epoch(epoch, stats)`` runs after each full epoch; True
+(``stopped``), sets the learning rate from ``schedule``, gives each rank its share of the
+global batch, steps every engine, charges the step's tokens to ``scope`` (the stage's
+:class:`~dapo_bench.training.scope.Scope`: its ledger, under its name), and every ``log_every``
+steps appends the mean statistics of those steps to the history (and calls ``on_log``). ``on_epoch(epoch, stats)`` runs after each full epoch; True
 stops training. Under ``--report-to`` every step's statistics, gradient norm, learning rate,
 tokens/s and the ledger's FLOPs go to the run's recording (``dapo_bench.telemetry``).
 
@@ -64,8 +64,8 @@ from typing import Any
 
 from dapo_bench import dist, telemetry
 from dapo_bench.errors import UserError
-from dapo_bench.ledger import Ledger
 from dapo_bench.training import checkpoint
+from dapo_bench.training.scope import Scope
 
 
 @dataclass(frozen=True)
@@ -149,8 +149,7 @@ def train_loop(
     *,
     total_steps: int,
     schedule: Schedule | None = None,
-    ledger: Ledger | None = None,
-    stage: str = "train",
+    scope: Scope = Scope("train"),
     log_every: int = 20,
     on_log: Callable[[LoopStats], None] | None = None,
     on_epoch: Callable[[int, LoopStats], bool] | None = None,
@@ -180,9 +179,9 @@ def train_loop(
     ckpt = checkpoint.take() if resume else None
     key: dict = {}
     if ckpt is not None:
-        key = {"stage": stage, "total_steps": total_steps, "world": dist.world_size(),
+        key = {"stage": scope.stage, "total_steps": total_steps, "world": dist.world_size(),
                "engines": sorted(engines), "items": [len(b) for b in batches(0)]}
-        saved = ckpt.load(engines, key, ledger, stage)
+        saved = ckpt.load(engines, key, scope)
         if saved is not None:
             epoch, skip, seen = saved["epoch"], saved["batches_done"], saved["seen"]
             window, totals = saved["window"], saved["totals"]
@@ -193,13 +192,13 @@ def train_loop(
         epoch_batches = batches(epoch)
         per_epoch = sum(len(b) for b in epoch_batches)
         if not per_epoch and not local:
-            raise UserError(f"{stage}: no training data")
+            raise UserError(f"{scope.stage}: no training data")
         for done, items in enumerate(epoch_batches):
             if done < skip:  # stepped on before the checkpoint this run resumed from
                 continue
             if stats.steps >= total_steps:
                 break
-            stats.stopped = _stop_reason(stop, stats, ledger)
+            stats.stopped = _stop_reason(stop, stats, scope)
             if stats.stopped:
                 break
             if schedule is not None:
@@ -215,22 +214,20 @@ def train_loop(
             stats.epochs = epoch + seen / max(per_epoch, 1)
             stats.last_tokens = int(row.pop("_tokens"))
             stats.tokens += stats.last_tokens
-            if ledger is not None:
-                ledger.add_train(stage, stats.last_tokens)
+            scope.charge_train(stats.last_tokens)
             telemetry.count_step()
             if telemetry.active():
-                _report(stage, row, engines, stats.last_tokens, time.perf_counter() - t_step,
-                        ledger)
+                _report(scope, row, engines, stats.last_tokens, time.perf_counter() - t_step)
             window.append(row)
             for k, v in row.items():
                 totals[k] = totals.get(k, 0.0) + v
             if stats.steps % log_every == 0 or stats.steps == total_steps:
-                _log(stats, window, ledger, t0, on_log)
+                _log(stats, window, scope, t0, on_log)
             if ckpt is not None and ckpt.due(stats.steps, total_steps):
                 ckpt.save(engines, {
                     "epoch": epoch, "batches_done": done + 1, "seen": seen, "window": window,
                     "totals": totals, "seconds": time.perf_counter() - t0,
-                    **{f: getattr(stats, f) for f in _RESUMED}}, key, ledger, stage)
+                    **{f: getattr(stats, f) for f in _RESUMED}}, key, scope)
         else:
             epoch += 1
             stats.seconds = time.perf_counter() - t0
@@ -240,7 +237,7 @@ def train_loop(
                 e.module.train()
         skip = seen = 0
     if window:
-        _log(stats, window, ledger, t0, None)
+        _log(stats, window, scope, t0, None)
     stats.means = {k: v / max(stats.steps, 1) for k, v in totals.items()}
     stats.seconds = time.perf_counter() - t0
     for e in engines.values():
@@ -249,32 +246,32 @@ def train_loop(
 
 
 def _stop_reason(stop: Callable[[LoopStats], bool] | None, stats: LoopStats,
-                 ledger: Ledger | None) -> str:
+                 scope: Scope) -> str:
     if stop is not None and stop(stats):
         return "stop"
-    if ledger is not None and ledger.exhausted():
+    if scope.exhausted():
         return "budget"
     return ""
 
 
-def _report(stage: str, row: dict, engines: dict[str, Any], tokens: int, seconds: float,
-            ledger: Ledger | None) -> None:
+def _report(scope: Scope, row: dict, engines: dict[str, Any], tokens: int,
+            seconds: float) -> None:
     """The step's statistics to the run's recording (``--report-to``)."""
     lrs: dict[str, Any] = {("lr" if not n else f"{n}_lr"): getattr(e, "lr", None)
                            for n, e in engines.items()}
-    telemetry.train_step(stage, {**row, **lrs}, tokens=tokens, seconds=seconds,
-                         flops=None if ledger is None else ledger.total_flops)
+    telemetry.train_step(scope.stage, {**row, **lrs}, tokens=tokens, seconds=seconds,
+                         flops=scope.flops)
 
 
-def _log(stats: LoopStats, window: list[dict], ledger: Ledger | None, t0: float,
+def _log(stats: LoopStats, window: list[dict], scope: Scope, t0: float,
          on_log: Callable[[LoopStats], None] | None) -> None:
     keys = list(dict.fromkeys(k for row in window for k in row))
     mean = {k: sum(r.get(k, 0.0) for r in window) / len(window) for k in keys}
     stats.loss = mean.get("loss", float("nan"))
     stats.seconds = time.perf_counter() - t0
     row = {"step": stats.steps, "epochs": round(stats.epochs, 3), **mean}
-    if ledger is not None:
-        row["flops"] = ledger.total_flops
+    if scope.ledger is not None:
+        row["flops"] = scope.ledger.total_flops
     row["seconds"] = round(stats.seconds, 2)
     stats.history.append(row)
     window.clear()

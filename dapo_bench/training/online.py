@@ -44,7 +44,6 @@ import torch
 from dapo_bench import dist, telemetry
 from dapo_bench.errors import UserError
 from dapo_bench.generation.base import Generator, SamplingParams
-from dapo_bench.ledger import Ledger
 from dapo_bench.models import load_policy, save_policy
 from dapo_bench.training import checkpoint
 from dapo_bench.training.batches import PairBatch, pack_pairs, token_logprobs
@@ -57,6 +56,7 @@ from dapo_bench.training.rollouts import (
     infra_errors,
     sample_groups,
 )
+from dapo_bench.training.scope import Scope
 
 
 class OnlinePolicy:
@@ -134,9 +134,10 @@ def slice_rows(t: torch.Tensor, idx: Sequence[int]) -> torch.Tensor:
 
 @torch.no_grad()
 def chunked_logprobs(
-    model, rb: RolloutBatch, *, chunk: int = 256, ledger: Ledger | None = None, stage: str = ""
+    model, rb: RolloutBatch, *, chunk: int = 256, scope: Scope = Scope()
 ) -> torch.Tensor:
-    """``token_logprobs`` of every row of ``rb`` ([B, L]), ``chunk`` rows per forward pass."""
+    """``token_logprobs`` of every row of ``rb`` ([B, L]), ``chunk`` rows per forward pass;
+    the tokens, summed over ranks, are charged to ``scope`` as inference."""
     was_training = model.training
     model.eval()
     n = rb.batch.input_ids.size(0)
@@ -147,7 +148,7 @@ def chunked_logprobs(
         mb = rb.rows(idx)
         out[idx] = token_logprobs(model, mb.to(model.device)).float().cpu()
         tokens += mb.n_tokens
-    charge(ledger, stage, tokens)
+    scope.charge_ranks(tokens)
     model.train(was_training)
     return out
 
@@ -161,8 +162,7 @@ def frozen_copy(model: Any) -> Any:
 
 
 def sample_step(policy: OnlinePolicy, stream, n_prompts: int, n_samples: int, score: Score,
-                params: SamplingParams, *, ledger: Ledger, stage: str,
-                max_length: int) -> RolloutBatch:
+                params: SamplingParams, *, scope: Scope, max_length: int) -> RolloutBatch:
     """One online step's rollouts: the next ``n_prompts`` problems of ``stream``, ``n_samples``
     each, sampled from the policy's current weights, scored and tokenised."""
     policy.model.eval()
@@ -171,15 +171,9 @@ def sample_step(policy: OnlinePolicy, stream, n_prompts: int, n_samples: int, sc
     reqs = [Request.for_problem(p) for p in probs]
     groups = sample_groups(policy.generator, reqs, n_samples, score, params=params,
                            chunk_size=max(len(reqs), 1))
-    charge(ledger, stage, sum(g.tokens for g in groups))
+    scope.charge_ranks(sum(g.tokens for g in groups))
     return groups_to_batch(policy.tokenizer, {r.key: _ids(policy.tokenizer, r.context)
                                               for r in reqs}, groups, max_length)
-
-
-def charge(ledger: Ledger | None, stage: str, tokens: int) -> None:
-    """Charge this rank's inference tokens, summed over ranks (every rank the same ledger)."""
-    if ledger is not None:
-        ledger.add_inf(stage, int(dist.all_sum([tokens])[0]))
 
 
 def _ids(tokenizer: Any, context: Any) -> list[int]:
@@ -198,8 +192,8 @@ def global_rows(rb: RolloutBatch) -> int:
     return int(dist.all_sum([rb.batch.input_ids.size(0)])[0])
 
 
-def update_passes(engines: Any, rb: RolloutBatch, loss_fn, cfg: Any, *, ledger: Ledger,
-                  stage: str, seed: int, step: int) -> dict:
+def update_passes(engines: Any, rb: RolloutBatch, loss_fn, cfg: Any, *, scope: Scope,
+                  seed: int, step: int) -> dict:
     """``cfg.ppo_epochs`` passes of ``cfg.minibatch_size``-response steps over an online batch
     (the one training loop); the mean statistics of those steps. Several ranks: the global
     batch is every rank's rows, each step takes about ``minibatch_size / world`` of each rank's
@@ -212,14 +206,14 @@ def update_passes(engines: Any, rb: RolloutBatch, loss_fn, cfg: Any, *, ledger: 
             return shuffled_batches(n, cfg.minibatch_size, seed + 7919 * step + epoch)
     else:
         if n < per_epoch:
-            raise UserError(f"{stage}: {n} rows on rank {dist.rank()} cannot fill {per_epoch} "
+            raise UserError(f"{scope.stage}: {n} rows on rank {dist.rank()} cannot fill {per_epoch} "
                             f"minibatch steps: give more prompts per step or a larger minibatch")
 
         def batches(epoch: int) -> list[list[int]]:
             order = shuffled_batches(n, n, seed + 7919 * step + epoch)[0]
             return [order[n * i // per_epoch : n * (i + 1) // per_epoch] for i in range(per_epoch)]
     st = train_loop(engines, batches, loss_fn, total_steps=cfg.ppo_epochs * per_epoch,
-                    ledger=ledger, stage=stage, log_every=10**9, local=True, resume=False)
+                    scope=scope, log_every=10**9, local=True, resume=False)
     return st.means
 
 
@@ -232,14 +226,14 @@ Watch = Callable[[OnlinePolicy, int, int, SamplingParams], None]
 
 def online_loop(policy: OnlinePolicy, problems: Sequence[TrainProblem], *, n_prompts: int,
                 n_samples: int, params: Callable[[int], SamplingParams], update: Update,
-                max_steps: int, max_length: int, score: Score, ledger: Ledger, stage: str,
+                max_steps: int, max_length: int, score: Score, scope: Scope,
                 seed: int, engines: dict[str, Any],
                 on_log: Callable[[dict], None] | None = None,
                 watch: Watch | None = None) -> list[dict]:
     """``max_steps`` online steps: sample from the current weights, then ``update``; per-step
-    logs. Stops when ``ledger``'s FLOP budget is spent. ``watch(policy, step, n_prompts,
-    params(step))`` runs after each step's sampling, from the same weights, before the update
-    (the run's canaries).
+    logs, charged to ``scope`` (the stage's ledger). Stops when its FLOP budget is spent.
+    ``watch(policy, step, n_prompts, params(step))`` runs after each step's sampling, from the
+    same weights, before the update (the run's canaries).
 
     Inside a checkpointed stage (``--checkpoint-every K``) it saves ``engines`` (every engine
     ``update`` steps), the RNG, the history and the ledger every K online steps, and a rerun
@@ -250,9 +244,9 @@ def online_loop(policy: OnlinePolicy, problems: Sequence[TrainProblem], *, n_pro
     t0 = time.perf_counter()
     start = 0
     ckpt = checkpoint.take()
-    key = {"stage": stage, "online_steps": max_steps, "world": dist.world_size(),
+    key = {"stage": scope.stage, "online_steps": max_steps, "world": dist.world_size(),
            "engines": sorted(engines), "prompts": n_prompts, "samples": n_samples}
-    saved = ckpt.load(engines, key, ledger, stage) if ckpt is not None else None
+    saved = ckpt.load(engines, key, scope) if ckpt is not None else None
     if saved is not None:
         start, history = saved["steps"], saved["history"]
         t0 -= saved["seconds"]
@@ -260,11 +254,11 @@ def online_loop(policy: OnlinePolicy, problems: Sequence[TrainProblem], *, n_pro
             next(stream)
         policy.mark_updated()  # a generator with its own copy gets the loaded weights
     for step in range(start, max_steps):
-        if ledger.exhausted():
+        if scope.exhausted():
             break
         sp = params(step)
         rb = sample_step(policy, stream, n_prompts, n_samples, score, sp,
-                         ledger=ledger, stage=stage, max_length=max_length)
+                         scope=scope, max_length=max_length)
         if watch is not None:
             watch(policy, step, n_prompts, sp)
         stats = update(rb, step)
@@ -275,32 +269,32 @@ def online_loop(policy: OnlinePolicy, problems: Sequence[TrainProblem], *, n_pro
             float(rb.batch.response_mask.sum()), cuts["context_cut"], cuts["response_cut"],
             rb.infra_errors])
         n = max(rows, 1)
-        telemetry.scalars(stage, {**telemetry.reward_stats(rows, reward, reward2),
+        telemetry.scalars(scope.stage, {**telemetry.reward_stats(rows, reward, reward2),
                                   "response_tokens": resp / n})
         history.append({"step": step + 1, "reward": reward / n, "response_tokens": resp / n,
-                        "flops": ledger.total_flops,
+                        "flops": scope.flops,
                         "seconds": round(time.perf_counter() - t0, 2), **stats,
                         "rows": int(rows), "context_cut": int(ctx_cut),
                         "response_cut": int(resp_cut),
                         **({"infra_errors": int(infra)} if infra else {})})
         if on_log:
             on_log(history[-1])
-        if ckpt is not None and ckpt.due(step + 1, max_steps) and not ledger.exhausted():
+        if ckpt is not None and ckpt.due(step + 1, max_steps) and not scope.exhausted():
             ckpt.save(engines, {"steps": step + 1, "history": history,
-                                "seconds": time.perf_counter() - t0}, key, ledger, stage)
+                                "seconds": time.perf_counter() - t0}, key, scope)
     policy.model.eval()
     return history
 
 
 @dataclass(frozen=True)
 class OnlineRun:
-    """What a GRPO/PPO trainer gets besides its policy, problems and config: the ledger, the
-    reward (``Score``), the stage name, the seed, the engine settings and a per-step log hook.
+    """What a GRPO/PPO trainer gets besides its policy, problems and config: the stage's
+    scope (ledger, name), the reward (``Score``), the seed, the engine settings and a per-step
+    log hook.
     :func:`online_trainer` builds it from the keyword arguments every online trainer takes."""
 
-    ledger: Ledger
+    scope: Scope
     score: Score
-    stage: str = "train"
     seed: int = 0
     engine_cfg: Any = None
     on_log: Callable[[dict], None] | None = None
@@ -315,24 +309,23 @@ class OnlineRun:
             policy, problems, n_prompts=n_prompts, n_samples=n_samples,
             params=lambda step: sampling_params(cfg, n_samples, self.seed * 100003 + step),
             update=update, max_steps=cfg.max_steps, max_length=cfg.max_length,
-            score=self.score, ledger=self.ledger, stage=self.stage, seed=self.seed,
+            score=self.score, scope=self.scope, seed=self.seed,
             engines=engines, on_log=self.on_log, watch=self.watch)
 
 
 def online_trainer(fn: Callable[..., list[dict]]) -> Callable[..., list[dict]]:
     """``fn(policy, problems, cfg, run: OnlineRun)`` as ``train(policy, problems, cfg, *,
-    ledger, score, stage="train", seed=0, engine_cfg=ONE_PROCESS, on_log=None, watch=None)``:
+    scope, score, seed=0, engine_cfg=ONE_PROCESS, on_log=None, watch=None)``:
     the one signature of the online trainers (``methods.online.run_online`` calls it)."""
     import functools
 
     from dapo_bench.training.engine import ONE_PROCESS
 
     @functools.wraps(fn)
-    def train(policy: OnlinePolicy, problems: list, cfg: Any, *, ledger: Ledger, score: Score,
-              stage: str = "train", seed: int = 0, engine_cfg: Any = ONE_PROCESS,
+    def train(policy: OnlinePolicy, problems: list, cfg: Any, *, scope: Scope, score: Score,
+              seed: int = 0, engine_cfg: Any = ONE_PROCESS,
               on_log: Callable[[dict], None] | None = None,
               watch: Watch | None = None) -> list[dict]:
-        return fn(policy, problems, cfg, OnlineRun(ledger, score, stage, seed, engine_cfg,
-                                                   on_log, watch))
+        return fn(policy, problems, cfg, OnlineRun(scope, score, seed, engine_cfg, on_log, watch))
 
     return train

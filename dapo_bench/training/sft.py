@@ -7,8 +7,8 @@ solution) becomes ids through :func:`sft_rows` (the prompt by ``models.encode_pr
 response on its own plus EOS, so the model learns to stop). Rows over ``max_length`` lose the
 start of their context (counted in ``LoopStats.counts``). It runs the one training loop
 (``training.loop``): seeded data order (``shuffled_batches(n, batch_size, seed + epoch)``), linear
-warm-up then a constant or cosine learning rate, a FLOP budget stop through ``ledger``, and on
-several ranks each rank's share of a batch weighted by its predicted tokens (so the update is
+warm-up then a constant or cosine learning rate, a FLOP budget stop through the ledger of
+``scope`` (the stage's :class:`~dapo_bench.training.scope.Scope`), and on several ranks each rank's share of a batch weighted by its predicted tokens (so the update is
 the whole batch's). The same pairs, config and initial weights give the same weights.
 
 Not covered: packing of several pairs in one row, evaluation (callers do it in ``on_epoch``).
@@ -23,7 +23,6 @@ from typing import Any
 import torch
 
 from dapo_bench.errors import UserError
-from dapo_bench.ledger import Ledger
 from dapo_bench.training.batches import (
     masked_lm_loss,
     pack_pairs,
@@ -39,6 +38,7 @@ from dapo_bench.training.loop import (
     steps_for,
     train_loop,
 )
+from dapo_bench.training.scope import Scope
 
 
 @dataclass(frozen=True)
@@ -100,8 +100,7 @@ def train_sft(
     pairs: Sequence[Row],
     cfg: SFTConfig = SFTConfig(),
     *,
-    ledger: Ledger | None = None,
-    stage: str = "sft",
+    scope: Scope = Scope("sft"),
     engine_cfg: EngineConfig = ONE_PROCESS,
     engine: Any = None,
     on_log: Callable[[LoopStats], None] | None = None,
@@ -126,7 +125,7 @@ def train_sft(
         lambda epoch: [[pairs[i] for i in b] for b in
                        shuffled_batches(len(pairs), cfg.batch_size, cfg.seed + epoch)],
         lambda rows: sft_loss(engine.module, tokenizer, rows, cfg.max_length),
-        total_steps=total, schedule=cfg.lr_schedule, ledger=ledger, stage=stage,
+        total_steps=total, schedule=cfg.lr_schedule, scope=scope,
         log_every=cfg.log_every, on_log=on_log, on_epoch=on_epoch,
     )
     if not stats.stopped and cfg.max_steps is not None and stats.steps >= cfg.max_steps:

@@ -19,6 +19,7 @@ from dapo_bench.training.batches import encode_pairs, sequence_logprobs
 from dapo_bench.training.engine import OptimConfig
 from dapo_bench.training.online import OnlinePolicy
 from dapo_bench.training.rollouts import Request, TrainProblem, sample_groups
+from dapo_bench.training.scope import Scope
 from dapo_bench.training.value import ValueModel
 
 torch.set_num_threads(1)
@@ -47,7 +48,7 @@ def test_grpo_raises_reward_and_stops_at_budget(tmp_path):
                      minibatch_size=64, max_steps=25, kl_coef=0.01,
                      optim=OptimConfig(lr=3e-3))
     led = Ledger(n_params=count_params(policy.model))
-    hist = train_grpo(policy, PROBLEMS, cfg, ledger=led, score=digit_fraction)
+    hist = train_grpo(policy, PROBLEMS, cfg, scope=Scope("train", led), score=digit_fraction)
     assert len(hist) == 25
     assert _mean(hist, "reward", slice(-5, None)) > _mean(hist, "reward", slice(0, 5)) + 0.1
     assert hist[-1]["kl"] > 0  # the policy moved away from pi_ref
@@ -55,7 +56,7 @@ def test_grpo_raises_reward_and_stops_at_budget(tmp_path):
     budget = 3 * hist[0]["flops"]
     policy2 = _policy(tmp_path / "b")
     led2 = Ledger(n_params=led.n_params, budget_flops=budget)
-    hist2 = train_grpo(policy2, PROBLEMS, cfg, ledger=led2, score=digit_fraction)
+    hist2 = train_grpo(policy2, PROBLEMS, cfg, scope=Scope("train", led2), score=digit_fraction)
     assert 2 <= len(hist2) <= 4 and led2.exhausted()
     assert led2.stages["train"].n_inf > 0 and led2.stages["train"].n_train > 0
 
@@ -65,7 +66,7 @@ def test_ppo_raises_reward_and_fits_critic(tmp_path):
     cfg = PPOConfig(rollout_batch=32, max_new_tokens=8, minibatch_size=32, max_steps=25,
                     ppo_epochs=2, critic_lr=3e-3, optim=OptimConfig(lr=3e-3))
     led = Ledger(n_params=count_params(policy.model))
-    hist = train_ppo(policy, PROBLEMS, cfg, ledger=led, score=digit_fraction)
+    hist = train_ppo(policy, PROBLEMS, cfg, scope=Scope("train", led), score=digit_fraction)
     assert _mean(hist, "reward", slice(-5, None)) > _mean(hist, "reward", slice(0, 5)) + 0.1
     assert _mean(hist, "value_loss", slice(-5, None)) < _mean(hist, "value_loss", slice(0, 5))
 
@@ -96,7 +97,7 @@ def test_dpo_prefers_chosen_and_sample_groups_respects_budget(tmp_path):
         margin0 = (sequence_logprobs(model, cb) - sequence_logprobs(model, rb)).mean()
     led = Ledger(n_params=count_params(model))
     cfg = DPOConfig(beta=0.5, epochs=40, batch_size=8, optim=OptimConfig(lr=3e-3))
-    hist = train_dpo(model, tok, pairs, cfg, ledger=led).history
+    hist = train_dpo(model, tok, pairs, cfg, scope=Scope("train", led)).history
     with torch.no_grad():
         margin1 = (sequence_logprobs(model, cb) - sequence_logprobs(model, rb)).mean()
     assert margin1 > margin0 + 1.0
@@ -110,6 +111,6 @@ def test_dpo_prefers_chosen_and_sample_groups_respects_budget(tmp_path):
     groups = sample_groups(policy.generator, [Request.for_problem(p) for p in PROBLEMS], 2,
                            digit_fraction, params=SamplingParams(temperature=1.0,
                                                                  max_new_tokens=4),
-                           ledger=led2, stage="s", chunk_size=2,
+                           scope=Scope("s", led2), chunk_size=2,
                            until=lambda: led2.n_inf >= 1)
     assert len(groups) == 2 and len(groups[0].texts) == 2  # one chunk, then the cap stops it

@@ -91,6 +91,7 @@ def test_sample_groups_reports_logged_chunks_as_resumed(tmp_path):
     from dapo_bench.generation.hf import HFGenerator
     from dapo_bench.training.resumable import ResumableLog
     from dapo_bench.training.rollouts import Request, sample_groups
+    from dapo_bench.training.scope import Scope
 
     gen = HFGenerator(ARITH_REF, batch_size=16, threads=1)
     reqs = [Request(f"k{i}", f"p{i}", f"{i}+{i}=") for i in range(6)]
@@ -101,7 +102,7 @@ def test_sample_groups_reports_logged_chunks_as_resumed(tmp_path):
     calls = []
     with ResumableLog(tmp_path / "log.jsonl") as log:
         sample_groups(gen, reqs, 1, score, params=params, chunk_size=2, log=log,
-                      progress=lambda k, resumed=False: calls.append((k, resumed)))
+                      scope=Scope(progress=lambda k, resumed=False: calls.append((k, resumed))))
     assert calls == [(2, True), (2, True), (2, False)]
 
 

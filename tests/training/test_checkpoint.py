@@ -15,6 +15,7 @@ from dapo_bench.ledger import Ledger
 from dapo_bench.training import checkpoint
 from dapo_bench.training.engine import Engine, OptimConfig
 from dapo_bench.training.loop import LossOut, shuffled_batches, train_loop
+from dapo_bench.training.scope import Scope
 
 pytestmark = pytest.mark.integration  # launches processes, trains or kills runs (conftest)
 
@@ -45,7 +46,7 @@ def _run(ckpt_dir: Path | None, *, init_seed=0, kill_at=None, total=10, every=3)
     torch.manual_seed(123)  # what a trainer does before its loop; a resume overrides it
     with checkpoint.stage_scope(ckpt_dir or Path("unused"), every if ckpt_dir else 0):
         stats = train_loop(engine, lambda ep: shuffled_batches(12, 4, ep), loss_fn,
-                           total_steps=total, ledger=ledger, stage="train", log_every=2)
+                           total_steps=total, scope=Scope("train", ledger), log_every=2)
     return model, stats, ledger, calls
 
 

@@ -21,6 +21,7 @@ from dapo_bench.training import checkpoint
 from dapo_bench.training.engine import ONE_PROCESS, EngineConfig, OptimConfig
 from dapo_bench.training.online import OnlinePolicy
 from dapo_bench.training.rollouts import TrainProblem
+from dapo_bench.training.scope import Scope
 
 pytestmark = pytest.mark.integration  # launches processes, trains or kills runs (conftest)
 
@@ -72,7 +73,8 @@ def _run(train, cfg, tmp_path, ckpt: str | None, *, kill_at=None, own_copy=False
 
     torch.manual_seed(123)
     with checkpoint.stage_scope(tmp_path / str(ckpt), 2 if ckpt else 0):
-        hist = train(policy, PROBLEMS, cfg, ledger=ledger, score=digit_fraction, seed=5,
+        hist = train(policy, PROBLEMS, cfg, scope=Scope("train", ledger), score=digit_fraction,
+                     seed=5,
                      engine_cfg=engine_cfg, on_log=on_log)
     return policy.model, hist, ledger, logged
 

@@ -26,6 +26,7 @@ from dapo_bench.toy.tokenizer import build_char_tokenizer
 from dapo_bench.training import engine as engine_mod
 from dapo_bench.training.engine import Engine, EngineConfig, OptimConfig
 from dapo_bench.training.loop import LossOut, micro_batches, train_loop
+from dapo_bench.training.scope import Scope
 from dapo_bench.training.sft import SFTConfig, sft_rows, train_sft
 
 pytestmark = pytest.mark.integration  # launches processes, trains or kills runs (conftest)
@@ -112,7 +113,8 @@ def test_sft_step_in_micro_batches_is_the_whole_batch_step(tok, rows, grads):
         model = tiny_llama(tok, seed=0, **SMALL)
         led = Ledger(n_params=1)
         cfg = SFTConfig(batch_size=len(rows), max_steps=1, log_every=1, optim=OptimConfig(lr=LR))
-        st = train_sft(model, tok, rows, cfg, ledger=led, engine_cfg=EngineConfig(micro_batch=mb))
+        st = train_sft(model, tok, rows, cfg, scope=Scope("sft", led),
+                       engine_cfg=EngineConfig(micro_batch=mb))
         runs[mb] = (model, st, led)
     _check(runs, grads)
     assert runs[4][1].counts["rows"] == len(rows)
@@ -151,7 +153,7 @@ def test_dapo_actor_micro_batches_keep_states_whole(tok, grads):
         model = tiny_llama(tok, seed=3, **SMALL)
         led = Ledger(n_params=1)
         cfg = ActorConfig(optim=OptimConfig(lr=LR), epochs=1, batch_actions=64)
-        st = train_actor(model, tok.pad_token_id, states, ref, beta=0.5, cfg=cfg, ledger=led,
+        st = train_actor(model, tok.pad_token_id, states, ref, beta=0.5, cfg=cfg, scope=Scope("actor", led),
                          engine_cfg=EngineConfig(micro_batch=mb))
         runs[mb] = (model, st, led)
         steps.append(st.steps)
@@ -196,7 +198,7 @@ def test_dpo_step_in_micro_batches_is_the_whole_batch_step(tok, grads):
         model = tiny_llama(tok, seed=1, **SMALL)
         led = Ledger(n_params=1)
         cfg = DPOConfig(beta=0.5, epochs=2, batch_size=8, optim=OptimConfig(lr=LR))
-        st = train_dpo(model, tok, pairs, cfg, ledger=led,
+        st = train_dpo(model, tok, pairs, cfg, scope=Scope("train", led),
                        engine_cfg=EngineConfig(micro_batch=mb))
         runs[mb] = (model, st, led)
     assert runs[3][1].steps == 2
@@ -222,7 +224,7 @@ def test_a_dict_of_engines_accumulates_each(tok, rows, grads):
 
         led = Ledger(n_params=1)
         st = train_loop(engines, lambda epoch: [list(rows)], loss_fn, total_steps=1,
-                        ledger=led, log_every=1)
+                        scope=Scope("train", led), log_every=1)
         runs[mb] = (models, st, led)
     for k in ("actor", "critic"):
         # one AdamW step moves a weight by ~lr * g / (|g| + eps): where |g| is near eps, float

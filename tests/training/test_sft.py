@@ -13,6 +13,7 @@ from dapo_bench.toy.model import tiny_llama
 from dapo_bench.toy.tokenizer import build_char_tokenizer
 from dapo_bench.training.batches import encode_pairs, masked_lm_loss
 from dapo_bench.training.engine import OptimConfig
+from dapo_bench.training.scope import Scope
 from dapo_bench.training.sft import SFTConfig, sft_rows, train_sft
 
 SMALL = {"d": 32, "layers": 1, "heads": 2, "ffn": 64}
@@ -42,7 +43,7 @@ def test_loss_falls_and_tokens_are_counted(tok, pairs):
     ledger = Ledger(n_params=count_params(model))
     cfg = SFTConfig(epochs=3, batch_size=16, optim=OptimConfig(lr=1e-2), log_every=3)
     logs = []
-    st = train_sft(model, tok, sft_rows(tok, pairs), cfg, ledger=ledger, stage="ref-sft", on_log=logs.append)
+    st = train_sft(model, tok, sft_rows(tok, pairs), cfg, scope=Scope("ref-sft", ledger), on_log=logs.append)
     assert st.steps == 9 and st.epochs == pytest.approx(3.0) and st.items == 144
     assert eval_loss(model, tok, pairs) < before - 1.0
     # Trained tokens: prompt + response + EOS of every pair, once per epoch, no padding.
@@ -74,7 +75,8 @@ def test_budget_and_callbacks_stop_training(tok, pairs):
         tok, [p for p, _ in pairs[:16]], [r for _, r in pairs[:16]], add_eos=True
     )
     ledger = Ledger(n_params=n, budget_flops=6.0 * n * one_batch.n_tokens * 1.5)
-    st = train_sft(model, tok, sft_rows(tok, pairs), SFTConfig(epochs=5, batch_size=16), ledger=ledger)
+    st = train_sft(model, tok, sft_rows(tok, pairs), SFTConfig(epochs=5, batch_size=16),
+                   scope=Scope("sft", ledger))
     assert st.stopped == "budget" and st.steps == 2
     seen = []
     st = train_sft(

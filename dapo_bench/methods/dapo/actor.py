@@ -33,6 +33,7 @@ from dapo_bench.methods.dapo.rows import AdvantageRow
 from dapo_bench.training.batches import PairBatch, pack_pairs, sequence_logprobs
 from dapo_bench.training.engine import ONE_PROCESS, EngineConfig, OptimConfig, make_engine
 from dapo_bench.training.loop import LossOut, train_loop
+from dapo_bench.training.scope import Scope
 
 
 @dataclass(frozen=True)
@@ -173,11 +174,10 @@ def train_actor(
     cfg: ActorConfig,
     seed: int = 0,
     engine_cfg: EngineConfig = ONE_PROCESS,
-    ledger: Any = None,
-    stage: str = "actor",
+    scope: Scope = Scope("actor"),
 ) -> Any:
     """Train ``model`` in place with the DAPO actor loss; returns the loop's stats (per-step
-    history, truncation counts). Stops early when ``ledger``'s FLOP budget is spent."""
+    history, truncation counts). Stops early when the FLOP budget of ``scope``'s ledger is spent."""
     torch.manual_seed(seed)
     engine = make_engine(model, cfg.optim, engine_cfg)
     batches = batches_by_state([s.actions for s in states], cfg.batch_actions)
@@ -206,6 +206,6 @@ def train_actor(
         return sum(min(ctx_len + len(a.ids), cfg.max_length) for a in s.actions)
 
     return train_loop(engine, epoch_batches, loss_fn, total_steps=cfg.epochs * len(batches),
-                      ledger=ledger, stage=stage, log_every=1,
+                      scope=scope, log_every=1,
                       stop=converged if cfg.stop_tol > 0 else None, cost=cost,
                       weight=lambda idx: sum(len(states[i].actions) for i in idx))

@@ -30,6 +30,7 @@ from dapo_bench.methods.dapo.rows import CriticExample, McRow
 from dapo_bench.training.batches import pack_pairs
 from dapo_bench.training.engine import ONE_PROCESS, EngineConfig, OptimConfig, make_engine
 from dapo_bench.training.loop import LossOut, shuffled_batches, steps_for, train_loop
+from dapo_bench.training.scope import Scope
 from dapo_bench.training.value import ValueModel
 
 
@@ -133,8 +134,7 @@ def train_critic(
     *,
     seed: int = 0,
     engine_cfg: EngineConfig = ONE_PROCESS,
-    ledger: Any = None,
-    stage: str = "critic",
+    scope: Scope = Scope("critic"),
 ) -> Any:
     """Soft-label BCE on each example's (state ids, label); returns the loop's stats (history,
     counts)."""
@@ -152,7 +152,7 @@ def train_critic(
         lambda epoch: [[data[i] for i in b]
                        for b in shuffled_batches(len(data), cfg.batch_size, seed + epoch)],
         loss_fn, total_steps=steps_for(cfg.epochs, len(data), cfg.batch_size, whole_batches=False),
-        ledger=ledger, stage=stage, cost=lambda x: min(len(x.ids), cfg.max_length),
+        scope=scope, cost=lambda x: min(len(x.ids), cfg.max_length),
         weight=len,
     )
 

@@ -1,7 +1,8 @@
 """The stages of one DAPO iteration (see ``dapo.py``), each writing its artifact under ``d``.
 
 Every function returns a small summary dict (stored in the stage marker and in results.json)
-and adds the tokens it processes to the run's ledger under its stage name. Generation stages
+and charges the tokens it processes to its scope (``ctx.scope(stage)``: the run's ledger under
+the stage's name). Generation stages
 append to JSONL logs and resume; the others are recomputed from their inputs when rerun.
 
 Token ids are the truth: rollouts and completions keep the ids the model generated; states are
@@ -95,8 +96,8 @@ def rollouts(ctx: RunContext, cfg: DapoConfig, policy: Policy, problems: list[Tr
             ResumableLog(d / "rollouts.jsonl") as log:
         groups = sample_groups(
             gen, [Request.for_problem(p) for p in problems], cfg.n_samples, scorer,
-            params=_params(ctx, cfg, scorer, 1, k), chunk_size=cfg.gen_chunk, ledger=ctx.ledger,
-            stage=stage, progress=adv, log=log, shard=True, stats=chunks, until=_until(ctx),
+            params=_params(ctx, cfg, scorer, 1, k), chunk_size=cfg.gen_chunk,
+            scope=ctx.scope(stage, adv), log=log, shard=True, stats=chunks, until=_until(ctx),
         )
     acc = [sum(g.rewards) / len(g.rewards) for g in groups if g.rewards]
     count_infra(ctx, stage, groups)
@@ -161,7 +162,7 @@ def mc_labels(ctx: RunContext, cfg: DapoConfig, policy: Policy, scorer: Scorer, 
             ResumableLog(d / "mc.jsonl", "completions") as log:
         groups = sample_groups(
             gen, reqs, cfg.mc_samples, scorer, params=_params(ctx, cfg, scorer, 2, k),
-            chunk_size=cfg.gen_chunk, ledger=ctx.ledger, stage=stage, progress=adv, log=log,
+            chunk_size=cfg.gen_chunk, scope=ctx.scope(stage, adv), log=log,
             to_row=lambda r, g: McRow.of(sts[r.key], g).to_row(), shard=True, stats=chunks,
             until=_until(ctx),
         )
@@ -202,7 +203,7 @@ def _scored(ctx: RunContext, stage: str, items: list, score: Any, module: Any, *
         out = dist.map_shards(items, lambda part: score(part, on_batch) if part else [])
         total = dict(zip(keys, (int(x) for x in dist.all_sum([seen[k] for k in keys]))))
     if charge:
-        ctx.ledger.add_inf(stage, total["tokens"])
+        ctx.scope(stage).charge_inf(total["tokens"])
     ctx.count(stage, {k: v for k, v in total.items() if k != "tokens"})
     return out, total["tokens"]
 
@@ -232,7 +233,7 @@ def critic(ctx: RunContext, cfg: DapoConfig, policy: Policy, d: Path, stage: str
     # charged at the critic's own size (a larger backbone via critic.model costs more)
     ctx.ledger.set_params(stage, count_params(vm))
     st = train_critic(vm, tok.pad_token_id, train, cfg.critic, seed=ctx.opts.seed,
-                      engine_cfg=ctx.engine_cfg, ledger=ctx.ledger, stage=stage)
+                      engine_cfg=ctx.engine_cfg, scope=ctx.scope(stage))
     ctx.count(stage, st.counts)
     preds, _ = _scored(ctx, stage, [x.ids for x in held], lambda part, cb: score_values(
         vm, tok.pad_token_id, part, max_length=cfg.critic.max_length, on_batch=cb), vm)
@@ -323,7 +324,7 @@ def actor(ctx: RunContext, cfg: DapoConfig, policy: Policy, d: Path, stage: str)
     sts = [AdvantageRow.from_row(r) for r in read_jsonl(d / "advantages.jsonl")]
     model, tok = policy.model, policy.tokenizer  # pi_ref, trained in place into the actor
     ref = _reference(ctx, model, tok, sts, cfg, d, policy, stage)
-    ctx.ledger.add_inf(stage, ref.tokens)
+    ctx.scope(stage).charge_inf(ref.tokens)
     if not sts:
         ctx.log("actor: no state kept by the advantage filter; the policy is unchanged")
         ctx.save_trained(policy, d / "actor")
@@ -333,7 +334,7 @@ def actor(ctx: RunContext, cfg: DapoConfig, policy: Policy, d: Path, stage: str)
     acfg = dataclasses.replace(cfg.actor, epochs=int(budget.epochs(ctx.ledger, cfg.actor.epochs)))
     st = train_actor(model, tok.pad_token_id, sts, ref.logprobs, beta=cfg.beta,
                      cfg=acfg, seed=ctx.opts.seed, engine_cfg=ctx.engine_cfg,
-                     ledger=ctx.ledger, stage=stage)
+                     scope=ctx.scope(stage))
     ctx.count(stage, st.counts)
     ctx.save_trained(policy, d / "actor")
     # a diagnostic after training: the log-ratio of every action against A. It is not part of
