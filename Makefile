@@ -48,18 +48,23 @@ UNSHARE = unshare $(if $(filter 0,$(shell id -u)),,--user --map-root-user) --pid
 # test_budget's smaller FLOP target and with a benchmark beside it, 1,551 s). Each
 # worker is a full Python with torch: more than one per 2 cores and ~4 GB of RAM only contends.
 TEST_WORKERS ?= 2
+# --dist loadfile: a module stays on one worker. --no-loadscope-reorder: xdist (3.x) otherwise
+# hands out the modules with the most tests first, which put the long integration modules of a
+# few tests each (SmolLM2, two-rank DeepSpeed) last, one worker running them while the other
+# had finished; with it, the order is the collection's: integration first (tests/conftest.py).
+DIST = -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 MARKS = not hostile and not slow and not interop
 # The type checker runs first (pyproject.toml [tool.mypy]; 47 s from a cold cache here).
 test: install-dev
 	@$(PY) -c "$$VERSIONS"
 	$(PY) -m mypy
-	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile -m "$(MARKS)"
+	$(PY) -m pytest -q $(DIST) -m "$(MARKS)"
 	$(UNSHARE) $(PY) -m pytest -q -m hostile -p no:cacheprovider
 
 # The unit tier: every module's tests but the `integration` ones (multi-rank, DeepSpeed,
 # SmolLM2, served models, FLOP budgets, killed runs); what to run while making a change.
 test-fast:
-	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile -m "$(MARKS) and not integration"
+	$(PY) -m pytest -q $(DIST) -m "$(MARKS) and not integration"
 
 VLLM_VENV ?= .venv-vllm
 test-vllm:

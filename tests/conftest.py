@@ -23,7 +23,8 @@ def pytest_report_header(config) -> str:
 def pytest_collection_modifyitems(config, items) -> None:
     """Modules marked ``integration`` (they launch processes or servers, train a real model, or
     kill and resume runs: minutes, where a unit test takes milliseconds) run first. Under
-    ``make test``'s two xdist workers (``--dist loadfile``: a module stays on one worker) the
+    ``make test``'s two xdist workers (``--dist loadfile --no-loadscope-reorder``: a module stays
+    on one worker, and modules are handed out in this order, not by their number of tests) the
     long modules start first and the short ones fill in at the end, so both workers finish
     together instead of one waiting on the last long module. The sort is stable: the order
     within each group is pytest's."""
