@@ -157,16 +157,10 @@ def train_loop(
     local: bool = False,
     resume: bool = True,
     cost: Callable[[Any], float] | None = None,
-    weight: Callable[[list[Any]], float] | None = None,
 ) -> LoopStats:
     """Run the loop (see the module doc); returns what was done. ``cost``: what one item costs
     to run (its tokens); given, several ranks split each batch by it (``dist.balanced_shard``:
-    equal work, so that no rank waits for the other at the step's all-reduce), else by count.
-    ``weight``: the ``LossOut.weight`` that ``loss_fn`` will give for a list of items, known
-    before the forward (rows for a per-row mean); given, each rank computes the batch's total
-    weight from every rank's share itself, so the ranks meet once per step (the engines'
-    gradient all-reduce) instead of also before the backward; the step's statistics are summed
-    after the update. The numbers are the same either way."""
+    equal work, so that no rank waits for the other at the step's all-reduce), else by count."""
     engines = engine if isinstance(engine, dict) else {"": engine}
     micro = _micro_batch(engines)
     for e in engines.values():
@@ -205,7 +199,7 @@ def train_loop(
                 for e in engines.values():
                     e.set_lr(schedule.at(stats.steps, total_steps))
             t_step = time.perf_counter()
-            row, counts = _step(engines, loss_fn, list(items), local, micro, cost, weight)
+            row, counts = _step(engines, loss_fn, list(items), local, micro, cost)
             for k, v in counts.items():
                 stats.counts[k] = stats.counts.get(k, 0) + v
             stats.steps += 1
@@ -281,14 +275,14 @@ def _log(stats: LoopStats, window: list[dict], scope: Scope, t0: float,
 
 def _step(engines: dict[str, Any], loss_fn: Callable[[list[Any]], LossOut],
           items: list[Any], local: bool = False, micro: int = 0,
-          cost: Callable[[Any], float] | None = None,
-          weight: Callable[[list[Any]], float] | None = None) -> tuple[dict, dict[str, int]]:
+          cost: Callable[[Any], float] | None = None) -> tuple[dict, dict[str, int]]:
     """One optimizer step of every engine on this rank's share of ``items`` (``local``: the
     items are this rank's already), ``micro`` items per forward/backward (0: all at once); the
     step's statistics (over micro-batches and ranks), with its tokens under ``_tokens``, and
     its counts."""
     world = dist.world_size()
-    mine = (items if world == 1 or local else _share(items, dist.rank(), world, cost))
+    mine = (items if world == 1 or local else dist.shard(items) if cost is None
+            else dist.balanced_shard(items, cost))
     parts = micro_batches(mine, micro) if mine else [items[:1]]  # weight 0 without items
     accumulate = len(parts) > 1
     w = 0.0
@@ -320,35 +314,14 @@ def _step(engines: dict[str, Any], loss_fn: Callable[[list[Any]], LossOut],
         row.update({_grad_key(n): engines[n].update(1.0 / total_w) for n in losses})
         return {**row, "_tokens": tokens}, counts
     keys, ckeys = sorted(sums), sorted(counts)
-
-    def summed() -> list[float]:
-        return dist.all_sum([w, tokens, *(sums[k] for k in keys), *(counts[k] for k in ckeys)])
-
-    if weight is None or local:  # the ranks agree on the total weight before the backward
-        total = summed()
-        total_w = max(total[0], 1e-12)
-    else:  # every rank knows every share: no meeting before the backward
-        if w != (own := float(weight(mine)) if mine else 0.0):
-            raise ValueError(f"train_loop: loss_fn gave weight {w}, weight() said {own}")
-        total_w = max(sum(float(weight(s)) for r in range(world)
-                          if (s := _share(items, r, world, cost))), 1e-12)
-    grads = {}
+    summed = dist.all_sum([w, tokens, *(sums[k] for k in keys), *(counts[k] for k in ckeys)])
+    total_w = max(summed[0], 1e-12)
+    row = {k: v / total_w for k, v in zip(keys, summed[2 : 2 + len(keys)])}
     for name, loss in losses.items():  # the engine averages over ranks: scale by world
-        grads[_grad_key(name)] = (engines[name].update(world / total_w) if accumulate else
-                                  engines[name].step(loss * (world * w / total_w)))
-    if weight is not None and not local:
-        total = summed()  # after the update: the ranks have just met at its all-reduce
-    row = {k: v / total_w for k, v in zip(keys, total[2 : 2 + len(keys)])}
-    row.update(grads)
-    counts = {k: int(v) for k, v in zip(ckeys, total[2 + len(keys) :])}
-    return {**row, "_tokens": int(total[1])}, counts
-
-
-def _share(items: list[Any], rank: int, world: int,
-           cost: Callable[[Any], float] | None) -> list[Any]:
-    """Rank ``rank``'s share of a global batch: by ``cost`` when given, else by count."""
-    return (dist.shard(items, rank, world) if cost is None
-            else dist.balanced_shard(items, cost, rank, world))
+        row[_grad_key(name)] = (engines[name].update(world / total_w) if accumulate else
+                                engines[name].step(loss * (world * w / total_w)))
+    counts = {k: int(v) for k, v in zip(ckeys, summed[2 + len(keys) :])}
+    return {**row, "_tokens": int(summed[1])}, counts
 
 
 def micro_batches(items: Sequence[Any], micro: int) -> list[list[Any]]:

@@ -207,5 +207,4 @@ def train_actor(
 
     return train_loop(engine, epoch_batches, loss_fn, total_steps=cfg.epochs * len(batches),
                       scope=scope, log_every=1,
-                      stop=converged if cfg.stop_tol > 0 else None, cost=cost,
-                      weight=lambda idx: sum(len(states[i].actions) for i in idx))
+                      stop=converged if cfg.stop_tol > 0 else None, cost=cost)
