@@ -21,6 +21,7 @@ from dapo_bench.errors import UserError
 from dapo_bench.methods import METHODS
 from dapo_bench.methods.context import RunContext
 from dapo_bench.models import Policy
+from dapo_bench.training.loop import LoopStats
 
 
 @dataclass(frozen=True)
@@ -59,7 +60,7 @@ def register_method(name: str, *, config: type, presets: dict[str, dict], help: 
     return deco
 
 
-def flag_overrides(method: str, flags: dict[str, Any]) -> list[str]:
+def flag_overrides(method: str, flags: dict[str, object]) -> list[str]:
     """``--set`` overrides for the method-specific flags given (None = not given); a flag of
     another method is a UserError naming the methods that take it."""
     spec: MethodSpec = METHODS.get(method)
@@ -86,7 +87,7 @@ def train_stage(ctx: RunContext, work: Callable[[], dict], out_dir: Path) -> Met
 
 
 def train_on_pairs(ctx: RunContext, sampled: int, pairs: Callable[[], list],
-                   train: Callable[[Policy, list], Any], none: str) -> MethodOutput:
+                   train: Callable[[Policy, list], LoopStats], none: str) -> MethodOutput:
     """An offline method's ``train`` stage (RFT, DPO): ``train(policy, pairs())`` (the loop's
     stats) on the reference policy in place, its counts kept, the policy saved to ``policy/``;
     with no pair the policy is saved unchanged and ``none`` logged. ``sampled``: the problems

@@ -3,7 +3,7 @@ never learned from (``--canaries F``, ``--stop-on-cheat K``).
 
 A canary is a copy of a training problem (same question, same prompt, tokenised once like the
 others) whose gold no correct solution can match, judged by the run's own verifier (the
-:class:`~dapo_bench.methods.data.Scorer` of the training task, :meth:`Scorer.add`):
+:class:`~dapo_bench.methods.scorer.Scorer` of the training task, :meth:`Scorer.add`):
 
 Each verifier makes its own impossible gold (its class's ``impossible_gold``):
 
@@ -54,10 +54,12 @@ from typing import Any
 
 from dapo_bench import dist
 from dapo_bench.errors import RunStopped
+from dapo_bench.generation.base import Generator, SamplingParams
 from dapo_bench.io import read_jsonl
 from dapo_bench.methods.context import RunContext, Sampled
+from dapo_bench.methods.scorer import Scorer
 from dapo_bench.tasks.task import Problem, Task
-from dapo_bench.training.rollouts import Group, Request, sample_groups
+from dapo_bench.training.rollouts import Group, Request, TrainProblem, sample_groups
 
 PREFIX = "canary-"
 SEED_SALT = 0x5CA7A  # canary sampling seeds: apart from every training seed
@@ -85,14 +87,15 @@ class Canaries:
     """A run's canaries: the items, how they are judged, and the log of their rewards."""
 
     ctx: RunContext
-    scorer: Any  # methods.data.Scorer: the run's verifier judges the canaries
-    items: list  # TrainProblem per canary, prompt ids tokenised once
+    scorer: Scorer  # the run's verifier judges the canaries
+    items: list[TrainProblem]  # one per canary, prompt ids tokenised once
     sources: dict[str, Problem]  # canary id -> the training problem it copies
     golds: dict[str, Any]  # canary id -> its impossible gold
     path: Path
 
     @classmethod
-    def make(cls, ctx: RunContext, scorer: Any, n: int, encode: Callable[[Task], list]) -> Canaries:
+    def make(cls, ctx: RunContext, scorer: Scorer, n: int,
+             encode: Callable[[Task], list[TrainProblem]]) -> Canaries:
         """``n`` canaries from the scorer's task, added to the scorer, their prompts made by
         ``encode(task)`` (``methods.data.load_train_problems``: the training problems' one
         way); a canary that its source's gold solution passes is no canary (RuntimeError)."""
@@ -113,7 +116,7 @@ class Canaries:
         return cls(ctx, scorer, items, sources, {c.id: c.gold for c in canaries},
                    ctx.run_dir / "canaries.jsonl")
 
-    def online_share(self, step: int, prompts: int) -> list:
+    def online_share(self, step: int, prompts: int) -> list[TrainProblem]:
         """The canaries of online step ``step`` (0-based): F * prompts per step on average."""
         frac = self.ctx.opts.canaries
         a, b = math.floor(step * prompts * frac), math.floor((step + 1) * prompts * frac)
@@ -121,8 +124,8 @@ class Canaries:
             self.items, len(self.items))
         return [order[i % len(order)] for i in range(a, b)]
 
-    def watch(self, generator: Any, items: list, n: int, params: Any, stage: str,
-              step: int | None = None) -> None:
+    def watch(self, generator: Generator, items: list[TrainProblem], n: int,
+              params: SamplingParams, stage: str, step: int | None = None) -> None:
         """Sample ``n`` responses per canary of ``items`` from ``generator``, judge and log
         them; stop the run when ``--stop-on-cheat`` events are reached."""
         if not items:

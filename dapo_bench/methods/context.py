@@ -52,33 +52,40 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from dapo_bench import dist, telemetry
+from dapo_bench.generation.base import Generator, SamplingParams
 from dapo_bench.io import atomic_write_json, read_json
 from dapo_bench.ledger import Ledger, StageCount
 from dapo_bench.methods.options import RunOptions
+from dapo_bench.methods.scorer import Scorer
 from dapo_bench.models import Policy
+from dapo_bench.tasks.task import Task
 from dapo_bench.training import checkpoint
+from dapo_bench.training.rollouts import TrainProblem
 from dapo_bench.training.scope import Meter, Scope
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
 
 
 @dataclasses.dataclass(frozen=True)
 class Sampled:
     """One sampling pass of a method's policy, as the run's hooks see it: ``n`` samples per
     prompt from ``generator`` (the weights that sampled) with ``params``, judged by ``scorer``
-    (the training task's ``methods.data.Scorer``); ``encode(task)`` is how the run turns a
+    (the training task's ``methods.scorer.Scorer``); ``encode(task)`` is how the run turns a
     task's problems into prompts (``methods.data.load_train_problems``). Offline passes (a
     rollouts stage) have ``step`` None and ``n_problems`` the problems sampled; an online step
     has its ``step`` (0-based), ``n_prompts`` its prompts, and ``n_problems`` the run's."""
 
     stage: str
-    generator: Any
-    scorer: Any
+    generator: Generator
+    scorer: Scorer
     n_problems: int
     n: int
-    params: Any
-    encode: Callable[[Any], list]
+    params: SamplingParams
+    encode: Callable[[Task], list[TrainProblem]]
     step: int | None = None
     n_prompts: int = 0
 
@@ -98,8 +105,8 @@ class RunContext:
         self.stage_seconds: dict[str, float] = {}
         self.counts: dict[str, dict[str, int]] = {}  # per stage: items truncated, dropped, ...
         self._policy: Policy | None = None  # the policy the run holds in memory
-        self._tokenizer: Any = None
-        self._gen: Any = None
+        self._tokenizer: PreTrainedTokenizerBase | None = None
+        self._gen: Generator | None = None
         self._gen_policy: Policy | None = None
         self.hooks: list[Hook] = []  # registered once by the run (run/train.py)
         self.meters: list[Meter] = []  # told of every charge of every stage's scope
@@ -112,7 +119,7 @@ class RunContext:
         return self.opts.model
 
     @property
-    def tokenizer(self) -> Any:
+    def tokenizer(self) -> PreTrainedTokenizerBase:
         """The reference policy's tokenizer (every policy of the run shares it); asking for it
         changes neither the policy the run holds nor what the generator serves."""
         if self._tokenizer is None:
@@ -267,7 +274,7 @@ class RunContext:
         return info
 
     # ------------------------------------------------------------------ models
-    def generator(self, policy: Policy | str) -> Any:
+    def generator(self, policy: Policy | str) -> Generator:
         """The generator serving ``policy`` (a handle, or the path of one: ``self.policy``);
         one instance, whose weights are swapped when another handle is asked for (a handle
         whose model was trained in place has moved to a new one, so it is never served
@@ -287,7 +294,7 @@ class RunContext:
             self._gen = None
 
 
-def new_generator(opts: RunOptions, policy: Policy | str) -> Any:
+def new_generator(opts: RunOptions, policy: Policy | str) -> Generator:
     """A fresh generator of the run's backend (``GENERATORS``) for ``policy`` (a handle or a
     saved dir)."""
     from dapo_bench.generation.base import load_generator

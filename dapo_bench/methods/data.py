@@ -22,12 +22,13 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import cast
 
 from dapo_bench.errors import UserError
 from dapo_bench.io import atomic_write_jsonl, read_jsonl
 from dapo_bench.methods.context import RunContext
 from dapo_bench.methods.options import RunOptions
+from dapo_bench.methods.scorer import Scorer
 from dapo_bench.tasks.task import Task
 from dapo_bench.training.rollouts import (
     Group,
@@ -36,7 +37,6 @@ from dapo_bench.training.rollouts import (
     group_from_row,
     infra_errors,
 )
-from dapo_bench.verifiers.base import Verdict, Verifier
 
 
 def train_split(task: str) -> str | None:
@@ -71,7 +71,7 @@ def question_key(text: str) -> str:
     return hashlib.sha256(" ".join(str(text).split()).lower().encode()).hexdigest()[:16]
 
 
-def check_disjoint(train: Any, eval_tasks: list[Any]) -> dict:
+def check_disjoint(train: Task, eval_tasks: list[Task]) -> dict:
     """UserError if a training problem's question is also one of an eval task's; else a summary
     of the training data (task, split, size, a hash of its questions) for the results."""
     keys = {question_key(p.question) for p in train.problems}
@@ -98,32 +98,6 @@ def check_training_data(opts: RunOptions) -> dict:
     return check_disjoint(train, evals)
 
 
-class Scorer:
-    """The training task's reward (a ``training.rollouts.Score``): verdicts of response texts
-    for training problems (by id), through ``Task.score`` and one instance of the task's
-    verifier (closed by :meth:`close`)."""
-
-    def __init__(self, task: Task):
-        self.task = task
-        self._by_id = {p.id: p for p in task.problems}
-        self._verifier: Verifier = task.make_verifier()
-
-    def add(self, problems: list[Any]) -> None:
-        """Judge these problems too, by the same verifier (the run's canaries)."""
-        for p in problems:
-            if p.id in self._by_id:
-                raise ValueError(f"problem id {p.id!r} is already a training problem")
-            self._by_id[p.id] = p
-
-    def __call__(self, texts: list[str], problem_ids: list[str],
-                 finished: list[bool] | None = None) -> list[Verdict]:
-        return self.task.score(self._verifier, texts, [self._by_id[i] for i in problem_ids],
-                               finished)
-
-    def close(self) -> None:
-        self._verifier.close()
-
-
 def count_infra(ctx: RunContext, stage: str, groups: list[Group]) -> int:
     """Count ``stage``'s rollouts masked for an infrastructure error (``Group.infra``: never a
     0 reward) in its counts (results.json ``counts``); nothing is added when there are none."""
@@ -133,7 +107,8 @@ def count_infra(ctx: RunContext, stage: str, groups: list[Group]) -> int:
     return n
 
 
-def load_train_problems(ctx: RunContext, limit: int | None = None, task: Any = None) -> list[TrainProblem]:
+def load_train_problems(ctx: RunContext, limit: int | None = None,
+                        task: Task | None = None) -> list[TrainProblem]:
     """Training problems: prompts rendered through the policy's tokenizer and tokenised once,
     golds, and (where the spec has them) worked solutions. ``task``: the already loaded
     training task (else it is loaded with ``limit``)."""
@@ -212,7 +187,8 @@ def rollout_stage(ctx: RunContext, cfg: OfflineSampling) -> tuple[list[Group], d
     return [group_from_row(r) for r in read_jsonl(path)], prompts
 
 
-def as_groups(groups: list[Group], prompts: dict[str, tuple]) -> list[tuple[tuple, list, list]]:
+def as_groups(groups: list[Group], prompts: dict[str, tuple[int, ...]]
+              ) -> list[tuple[tuple[int, ...], list[tuple[int, ...]], list[bool]]]:
     """(prompt ids, response ids as generated, passed) per group: what RFT and DPO select from
     (token ids are the truth: the responses are trained on exactly as sampled)."""
     # a sampled rollout has its ids (sample_chunk refuses a backend that returns none)

@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import dataclasses
 import random
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 import torch
 import torch.nn.functional as F
@@ -33,8 +33,11 @@ from dapo_bench.models import Policy
 from dapo_bench.training import budget
 from dapo_bench.training.batches import pack_pairs, sequence_logprobs
 from dapo_bench.training.engine import ONE_PROCESS, EngineConfig, OptimConfig, make_engine
-from dapo_bench.training.loop import LossOut, shuffled_batches, steps_for, train_loop
+from dapo_bench.training.loop import LoopStats, LossOut, shuffled_batches, steps_for, train_loop
 from dapo_bench.training.scope import Scope
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 
 @dataclass
@@ -73,7 +76,7 @@ class Pair:
 
 
 def build_pairs(
-    groups: Iterable[tuple[str, Sequence[str], Sequence[bool]]],
+    groups: Iterable[tuple[Sequence[int], Sequence[Sequence[int]], Sequence[bool]]],
     *,
     max_pairs_per_prompt: int = 4,
     seed: int = 0,
@@ -153,9 +156,10 @@ def reference_logprobs(ref, tok, pairs: list[Pair], cfg: DPOConfig, scope: Scope
     return out
 
 
-def train_dpo(model, tok, pairs: list[Pair], cfg: DPOConfig, *, scope: Scope,
-              seed: int = 0, engine_cfg: EngineConfig = ONE_PROCESS,
-              on_log=None) -> Any:
+def train_dpo(model: PreTrainedModel, tok: PreTrainedTokenizerBase, pairs: list[Pair],
+              cfg: DPOConfig, *, scope: Scope, seed: int = 0,
+              engine_cfg: EngineConfig = ONE_PROCESS,
+              on_log: Callable[[dict], None] | None = None) -> LoopStats:
     """Train ``model`` in place on ``pairs``; pi_ref = ``model`` as it is on entry. Returns
     the loop's stats (history, counts)."""
     torch.manual_seed(seed)
@@ -187,7 +191,7 @@ def train_dpo(model, tok, pairs: list[Pair], cfg: DPOConfig, *, scope: Scope,
 def run_dpo(ctx: RunContext, cfg: DPOConfig) -> MethodOutput:
     groups, prompts = rollout_stage(ctx, cfg)
 
-    def train(policy: Policy, pairs: list[Pair]) -> Any:
+    def train(policy: Policy, pairs: list[Pair]) -> LoopStats:
         run_cfg = dataclasses.replace(cfg, epochs=budget.epochs(ctx.ledger, cfg.epochs))
         return train_dpo(policy.model, policy.tokenizer, pairs, run_cfg,
                          scope=ctx.scope("train"), seed=ctx.opts.seed, engine_cfg=ctx.engine_cfg,

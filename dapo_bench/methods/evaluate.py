@@ -12,15 +12,16 @@ Not covered: sampled (n > 1) evaluation of training runs.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
 
 from dapo_bench import telemetry
 from dapo_bench.errors import UserError
+from dapo_bench.generation.base import Generator
 from dapo_bench.methods.context import RunContext
+from dapo_bench.models import Policy
 
 
-def eval_policy(ctx: RunContext, model_dir: Any, label: str) -> dict:
+def eval_policy(ctx: RunContext, model_dir: str | Policy, label: str) -> dict:
     """Greedy accuracy of ``model_dir`` (a saved dir or a ``models.Policy``) on the eval
     tasks: {task: {value, stderr, n}}."""
     from dapo_bench.eval import evaluate
@@ -28,7 +29,7 @@ def eval_policy(ctx: RunContext, model_dir: Any, label: str) -> dict:
     serve = ctx.opts.eval_serve
     out_dir = ctx.run_dir / "eval" / (f"{label}-served" if serve else label)
 
-    def run(gen: Any) -> dict:
+    def run(gen: Generator) -> dict:
         res = evaluate(
             gen, list(ctx.opts.eval_tasks), run_dir=out_dir,
             limit=ctx.opts.eval_limit, max_new_tokens=ctx.opts.eval_max_new_tokens,
@@ -40,7 +41,7 @@ def eval_policy(ctx: RunContext, model_dir: Any, label: str) -> dict:
     def work() -> dict:
         return run(ctx.generator(model_dir)) if serve is None else served(run, serve)
 
-    def served(run: Any, serve: str) -> dict:
+    def served(run: Callable[[Generator], dict], serve: str) -> dict:
         from dapo_bench import dist
         from dapo_bench.generation.base import load_generator
         from dapo_bench.generation.launched import LaunchedServer

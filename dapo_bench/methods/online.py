@@ -15,33 +15,60 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ClassVar, Protocol, TypeVar
 
 from dapo_bench.errors import UserError
+from dapo_bench.generation.base import SamplingParams
 from dapo_bench.methods.base import MethodOutput, train_stage
 from dapo_bench.methods.context import RunContext, Sampled
+from dapo_bench.methods.scorer import Scorer
+from dapo_bench.training.online import OnlinePolicy
+from dapo_bench.training.rollouts import TrainProblem
 
 
-def check_online_config(cfg: Any) -> None:
+class OnlineConfig(Protocol):
+    """What this driver reads of an online method's config (``GRPOConfig``, ``PPOConfig``:
+    frozen dataclasses, so read-only here; ``kl_mode`` is PPO's alone)."""
+
+    __dataclass_fields__: ClassVar[dict[str, Any]]  # a dataclass: ``dataclasses.replace`` takes it
+
+    @property
+    def loss_agg(self) -> str: ...
+    @property
+    def kl_kind(self) -> str: ...
+    @property
+    def ppo_epochs(self) -> int: ...
+    @property
+    def minibatch_size(self) -> int: ...
+    @property
+    def max_new_tokens(self) -> int: ...
+    @property
+    def max_steps(self) -> int: ...
+
+
+C = TypeVar("C", bound=OnlineConfig)
+
+
+def check_online_config(cfg: OnlineConfig) -> None:
     """Unknown names in a GRPO/PPO config raise UserError before any work starts."""
     from dapo_bench.training.policy_gradient import KL_ESTIMATORS, LOSS_AGGREGATIONS
 
     LOSS_AGGREGATIONS.get(cfg.loss_agg)
     KL_ESTIMATORS.get(cfg.kl_kind)
-    if getattr(cfg, "kl_mode", "reward") not in ("reward", "loss"):
-        raise UserError(f"kl_mode: expected reward|loss, got {cfg.kl_mode!r}")
+    if (mode := getattr(cfg, "kl_mode", "reward")) not in ("reward", "loss"):
+        raise UserError(f"kl_mode: expected reward|loss, got {mode!r}")
     for name in ("ppo_epochs", "minibatch_size", "max_new_tokens", "max_steps"):
         if getattr(cfg, name) < 1:
             raise UserError(f"{name}: must be >= 1, got {getattr(cfg, name)}")
 
 
-def run_online(ctx: RunContext, cfg: Any, train_fn: Callable) -> MethodOutput:
+def run_online(ctx: RunContext, cfg: C, train_fn: Callable[..., list[dict]]) -> MethodOutput:
     """Run ``train_fn(policy, problems, cfg, ...)`` as the run's ``train`` stage."""
     from dapo_bench.methods.context import new_generator, step_counter
-    from dapo_bench.methods.data import Scorer, load_train_problems, load_train_task
+    from dapo_bench.methods.data import load_train_problems, load_train_task
+    from dapo_bench.methods.scorer import Scorer
     from dapo_bench.models import save_policy
     from dapo_bench.training import budget
-    from dapo_bench.training.online import OnlinePolicy
 
     check_online_config(cfg)
     if ctx.engine_cfg.deepspeed == "zero3":
@@ -84,13 +111,14 @@ def run_online(ctx: RunContext, cfg: Any, train_fn: Callable) -> MethodOutput:
     return train_stage(ctx, work, out_dir)
 
 
-def _told(ctx: RunContext, scorer: Any, problems: list) -> Callable:
+def _told(ctx: RunContext, scorer: Scorer, problems: list[TrainProblem]
+          ) -> Callable[[OnlinePolicy, int, int, SamplingParams], None]:
     """The online loop's ``watch``: each step's sampling, told to the run's hooks
     (``RunContext.sampled``; with ``--canaries`` they sample the step's canaries from the same
     weights, before the update)."""
     from dapo_bench.methods.data import load_train_problems
 
-    def watch(policy: Any, step: int, n_prompts: int, params: Any) -> None:
+    def watch(policy: OnlinePolicy, step: int, n_prompts: int, params: SamplingParams) -> None:
         ctx.sampled(Sampled("train", policy.generator, scorer, len(problems), params.n, params,
                             lambda task: load_train_problems(ctx, task=task), step, n_prompts))
 

@@ -8,12 +8,15 @@ type they read; how the options are resolved and checked before a run writes any
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from dapo_bench.config import flag, option, options_table
 from dapo_bench.errors import UserError
 from dapo_bench.telemetry import REPORT_TO_HELP
 from dapo_bench.training.control import CONTROL_BATCH_SIZE, CONTROL_LR
+
+if TYPE_CHECKING:
+    from dapo_bench.training.engine import EngineConfig
 
 __all__ = ["MAX_NEW_TOKENS_HELP", "RunOptions", "flag", "option", "options_table"]
 
@@ -90,7 +93,7 @@ class RunOptions:
             raise UserError(f"--stop-on-cheat {self.stop_on_cheat}: needs --canaries F > 0 "
                             f"and a count >= 1 (0 = never stop)")
 
-    def engine_config(self) -> Any:
+    def engine_config(self) -> EngineConfig:
         """The run's training engine settings (``training.engine.EngineConfig``)."""
         from dapo_bench.training.engine import EngineConfig
 

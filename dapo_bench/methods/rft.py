@@ -17,9 +17,9 @@ equation content (distinct texts only).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Sequence
+from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypeVar
 
 from dapo_bench.methods.base import MethodOutput, register_method, train_on_pairs
 from dapo_bench.methods.context import RunContext
@@ -27,6 +27,9 @@ from dapo_bench.methods.data import OfflineSampling, as_groups, rollout_stage
 from dapo_bench.training import budget
 from dapo_bench.training.engine import OptimConfig
 from dapo_bench.training.sft import SFTConfig, train_sft
+
+P = TypeVar("P", bound=Hashable)  # a prompt (text or ids)
+R = TypeVar("R", bound=Hashable)  # a response (text or ids)
 
 
 @dataclass(frozen=True)
@@ -51,13 +54,13 @@ PRESETS: dict[str, dict] = {
 
 
 def select_correct(
-    groups: Iterable[tuple[Any, Sequence[Any], Sequence[bool]]],
+    groups: Iterable[tuple[P, Sequence[R], Sequence[bool]]],
     *,
     max_per_prompt: int = 4,
-) -> list[tuple[Any, Any]]:
+) -> list[tuple[P, R]]:
     """RFT's data: up to ``max_per_prompt`` distinct verified-correct responses per prompt
     (responses as text or as id tuples: any hashable)."""
-    out: list[tuple[Any, Any]] = []
+    out: list[tuple[P, R]] = []
     for prompt, responses, passed in groups:
         good = list(dict.fromkeys(r for r, p in zip(responses, passed) if p))
         out.extend((prompt, r) for r in good[:max_per_prompt])

@@ -35,13 +35,13 @@ import sys
 import time
 from collections import Counter
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import torch
 import typer
 
 from dapo_bench.arith import PROMPT_TEMPLATE, is_correct, make_split
-from dapo_bench.generation.base import SamplingParams
+from dapo_bench.generation.base import Prompt, SamplingParams
 from dapo_bench.generation.hf import HFGenerator
 from dapo_bench.io import atomic_write_json, read_json
 from dapo_bench.models import count_params, load_policy, save_policy
@@ -79,7 +79,7 @@ def evaluate(model, tok, rows: list[dict], batch_size: int = 128, scores: dict |
     """Greedy accuracy on ``rows`` (overall, per n_steps) and where wrong answers go wrong;
     ``scores`` (a dict) receives each problem's 1.0/0.0 by id (for paired comparisons)."""
     gen = HFGenerator.from_model(model, tok, batch_size=batch_size)
-    prompts = [PROMPT_TEMPLATE.format(question=r["question"]) for r in rows]
+    prompts: list[Prompt] = [PROMPT_TEMPLATE.format(question=r["question"]) for r in rows]
     outs = gen.generate(prompts, SamplingParams(max_new_tokens=MAX_NEW_TOKENS))
     ok = [is_correct(o[0].text, r["answer"]) for o, r in zip(outs, rows)]
     if scores is not None:
@@ -151,7 +151,7 @@ def continuation_check(model, tok, flops: float, seed: int, n_eval: int | None =
                     seed=seed + 2000, log_every=10**9, optim=OptimConfig(lr=CONTROL_LR))
     st = train_sft(more, tok, sft_rows(tok, sft_pairs(make_split("rl_train"))), cfg,
                    scope=Scope("sft", led))
-    out = {"flops": led.total_flops, "target_flops": flops, "steps": st.steps,
+    out: dict[str, Any] = {"flops": led.total_flops, "target_flops": flops, "steps": st.steps,
            "epochs": round(st.epochs, 3), "lr": CONTROL_LR,
            "batch_size": CONTROL_BATCH_SIZE}
     for split, sc in after.items():

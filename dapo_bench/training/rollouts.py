@@ -52,7 +52,7 @@ from dapo_bench.verifiers.base import Verdict
 class Score(Protocol):
     """How sampling gets a reward: called with the texts to score, their problem ids and
     whether each ended by itself (False: cut at the token cap), it returns one ``Verdict`` per
-    text (``methods.data.Scorer``: the training task's ``Task.score`` through its verifier), or
+    text (``methods.scorer.Scorer``: the training task's ``Task.score`` through its verifier), or
     a float reward per text (a dense reward, e.g. in tests). A rollout's ``reward`` is
     ``verdict.reward`` (:meth:`Rollout.scored`); the losses read ``Group.rewards``."""
 

@@ -1,6 +1,6 @@
 """The reward path uses the verifier's verdicts: a boxed multi-answer response to an
 OlympiadBench row is scored correct by ``dapo-bench eval`` (the evaluate runner), by
-``Task.score`` and by the training reward (``methods.data.Scorer``); a response that boxes
+``Task.score`` and by the training reward (``methods.scorer.Scorer``); a response that boxes
 only one of the two answers, or hedges on a single-answer row, is scored wrong everywhere."""
 
 import dataclasses
@@ -38,7 +38,7 @@ def test_eval_scores_boxed_multi_answers(task, texts, acc, tmp_path):
 
 
 def test_task_score_and_training_reward_agree(task):
-    from dapo_bench.methods.data import Scorer
+    from dapo_bench.methods.scorer import Scorer
 
     texts = [RIGHT[p.id] for p in task.problems] + [WRONG[p.id] for p in task.problems]
     probs = list(task.problems) * 2

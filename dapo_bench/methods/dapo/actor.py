@@ -25,15 +25,18 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 import torch
 
 from dapo_bench.methods.dapo.rows import AdvantageRow
 from dapo_bench.training.batches import PairBatch, pack_pairs, sequence_logprobs
 from dapo_bench.training.engine import ONE_PROCESS, EngineConfig, OptimConfig, make_engine
-from dapo_bench.training.loop import LossOut, train_loop
+from dapo_bench.training.loop import LoopStats, LossOut, train_loop
 from dapo_bench.training.scope import Scope
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
 
 
 @dataclass(frozen=True)
@@ -99,7 +102,7 @@ def log_ratio_converged(values: Sequence[float], tol: float, window: int) -> boo
     return abs(last - before) < tol
 
 
-def batches_by_state(groups: Sequence[Sequence[Any]], max_actions: int) -> list[list[int]]:
+def batches_by_state(groups: Sequence[Sequence[object]], max_actions: int) -> list[list[int]]:
     """Pack whole groups (the actions of one state) into batches of at most ``max_actions``.
 
     A group larger than ``max_actions`` gets a batch of its own: a state is never split.
@@ -139,7 +142,7 @@ SCORE_BATCH = 256
 
 @torch.no_grad()
 def reference_logprobs(
-    model: Any,
+    model: PreTrainedModel,
     pad_id: int,
     states: Sequence[AdvantageRow],
     *,
@@ -165,7 +168,7 @@ def reference_logprobs(
 
 
 def train_actor(
-    model: Any,
+    model: PreTrainedModel,
     pad_id: int,
     states: Sequence[AdvantageRow],
     ref_logps: Sequence[Sequence[float]],
@@ -175,7 +178,7 @@ def train_actor(
     seed: int = 0,
     engine_cfg: EngineConfig = ONE_PROCESS,
     scope: Scope = Scope("actor"),
-) -> Any:
+) -> LoopStats:
     """Train ``model`` in place with the DAPO actor loss; returns the loop's stats (per-step
     history, truncation counts). Stops early when the FLOP budget of ``scope``'s ledger is spent."""
     torch.manual_seed(seed)
@@ -196,7 +199,7 @@ def train_actor(
         return LossOut(loss, len(adv), b.n_tokens, {**stats, "n_actions": len(adv)},
                        counts=b.cuts)
 
-    def converged(st: Any) -> bool:  # history: one row per step (log_every=1)
+    def converged(st: LoopStats) -> bool:  # history: one row per step (log_every=1)
         return log_ratio_converged([h["abs_log_ratio"] for h in st.history], cfg.stop_tol,
                                    cfg.stop_window)
 

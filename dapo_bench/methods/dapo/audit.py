@@ -20,19 +20,22 @@ Not covered: runs of other methods (their rows are checked by the same rule in t
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from dapo_bench.errors import UserError
 from dapo_bench.io import iter_jsonl, read_json
 from dapo_bench.methods.dapo.rows import AdvantageRow, McRow
 from dapo_bench.training.rollouts import group_from_row
 
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
+
 
 def _starts(seq: list[int], prefix: list[int]) -> bool:
     return len(prefix) <= len(seq) and seq[: len(prefix)] == prefix
 
 
-def audit_iteration(d: Path, tokenizer: Any = None) -> dict:
+def audit_iteration(d: Path, tokenizer: PreTrainedTokenizerBase | None = None) -> dict:
     """Counts of exact states and actions of one iteration directory (see the module doc)."""
     for name in ("rollouts.jsonl", "mc.jsonl", "advantages.jsonl"):
         if not (d / name).is_file():
@@ -59,7 +62,8 @@ def audit_iteration(d: Path, tokenizer: Any = None) -> dict:
             "reencoded_differs": differs if tokenizer is not None else None}
 
 
-def _reencoded(tokenizer: Any, prefix: list[int], ids: list[int]) -> list[int]:
+def _reencoded(tokenizer: PreTrainedTokenizerBase, prefix: list[int], ids: list[int]
+               ) -> list[int]:
     """The action's ids as re-encoding text would give them: (state + action) text tokenised,
     minus the state text tokenised (the old, wrong way)."""
     full = tokenizer(tokenizer.decode(prefix + ids), add_special_tokens=False)["input_ids"]
@@ -70,7 +74,7 @@ def _reencoded(tokenizer: Any, prefix: list[int], ids: list[int]) -> list[int]:
     return tail
 
 
-def audit_run(run_dir: str | Path, tokenizer: Any = None) -> dict:
+def audit_run(run_dir: str | Path, tokenizer: PreTrainedTokenizerBase | None = None) -> dict:
     """The audit of every iteration of a DAPO run dir, the share of exact items, and the run's
     truncation counts."""
     run = Path(run_dir)

@@ -21,15 +21,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import torch
 import torch.nn.functional as F
 
 from dapo_bench.methods.dapo.rows import CriticExample, McRow
-from dapo_bench.training.batches import pack_pairs
+from dapo_bench.training.batches import PairBatch, pack_pairs
 from dapo_bench.training.engine import ONE_PROCESS, EngineConfig, OptimConfig, make_engine
-from dapo_bench.training.loop import LossOut, shuffled_batches, steps_for, train_loop
+from dapo_bench.training.loop import LoopStats, LossOut, shuffled_batches, steps_for, train_loop
+from dapo_bench.training.rollouts import StepSplitter
 from dapo_bench.training.scope import Scope
 from dapo_bench.training.value import ValueModel
 
@@ -53,7 +53,7 @@ def score_values(
     *,
     batch_size: int = 128,
     max_length: int = 1024,
-    on_batch: Callable[[Any], None] | None = None,
+    on_batch: Callable[[PairBatch], None] | None = None,
 ) -> list[float]:
     """V(s) of each state (its token ids); ``on_batch`` gets every ``PairBatch`` scored (for
     the ledger's tokens and the truncation counts)."""
@@ -95,7 +95,7 @@ class CriticConfig:
 
 
 def critic_examples(
-    mc_rows: Sequence[McRow], prompts: Mapping[str, Sequence[int]], splitter: Any, *,
+    mc_rows: Sequence[McRow], prompts: Mapping[str, Sequence[int]], splitter: StepSplitter, *,
     step_labels: bool = False,
 ) -> list[CriticExample]:
     """The critic's data from ``mc.jsonl`` rows; ``prompts`` maps a state's key to its prompt
@@ -135,7 +135,7 @@ def train_critic(
     seed: int = 0,
     engine_cfg: EngineConfig = ONE_PROCESS,
     scope: Scope = Scope("critic"),
-) -> Any:
+) -> LoopStats:
     """Soft-label BCE on each example's (state ids, label); returns the loop's stats (history,
     counts)."""
     torch.manual_seed(seed)

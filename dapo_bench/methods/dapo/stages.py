@@ -22,7 +22,7 @@ import dataclasses
 import hashlib
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from dapo_bench import dist
 from dapo_bench.errors import UserError
@@ -31,7 +31,8 @@ from dapo_bench.io import atomic_write_json, atomic_write_jsonl, read_json, read
 from dapo_bench.methods.context import RunContext, Sampled
 from dapo_bench.methods.dapo.config import DapoConfig
 from dapo_bench.methods.dapo.rows import AdvantageRow, McRow, RefLogprobs, State
-from dapo_bench.methods.data import Scorer, count_infra, load_train_problems
+from dapo_bench.methods.data import count_infra, load_train_problems
+from dapo_bench.methods.scorer import Scorer
 from dapo_bench.models import Policy
 from dapo_bench.training.rollouts import (
     Request,
@@ -43,6 +44,12 @@ from dapo_bench.training.rollouts import (
     sample_groups,
     select_balanced,
 )
+
+if TYPE_CHECKING:
+    import torch
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+    from dapo_bench.training.batches import PairBatch
 
 
 def problems_for(ctx: RunContext, cfg: DapoConfig, k: int) -> tuple[Scorer, list[TrainProblem]]:
@@ -182,7 +189,8 @@ def _heldout(problem_id: str, frac: float) -> bool:
     return h < frac * 10000
 
 
-def _scored(ctx: RunContext, stage: str, items: list, score: Any, module: Any, *,
+def _scored(ctx: RunContext, stage: str, items: list, score: Callable[..., list],
+            module: torch.nn.Module, *,
             charge: bool = True) -> tuple[list, int]:
     """``score(items, on_batch)`` on every rank's share of ``items`` (``dist.map_shards``),
     gathered in item order; the batches' tokens (summed over ranks) are charged to the ledger
@@ -190,7 +198,7 @@ def _scored(ctx: RunContext, stage: str, items: list, score: Any, module: Any, *
     A ZeRO-3 ``module`` needs every rank in each forward: then every rank scores all items."""
     seen = {"tokens": 0, "rows": 0, "context_cut": 0, "response_cut": 0}
 
-    def on_batch(b: Any) -> None:
+    def on_batch(b: PairBatch) -> None:
         seen["tokens"] += b.n_tokens
         for k, v in b.cuts.items():
             seen[k] += v
@@ -294,7 +302,8 @@ def advantages(ctx: RunContext, cfg: DapoConfig, d: Path, stage: str) -> dict:
             "scored_actions": len(vals)}
 
 
-def _reference(ctx: RunContext, model: Any, tok: Any, sts: list[AdvantageRow], cfg: DapoConfig,
+def _reference(ctx: RunContext, model: PreTrainedModel, tok: PreTrainedTokenizerBase,
+               sts: list[AdvantageRow], cfg: DapoConfig,
                d: Path, policy: Policy, stage: str) -> RefLogprobs:
     """log pi_ref of every kept action, cached in ``ref_logprobs.json`` with what it belongs to
     (the advantages file and the policy): a cache of other inputs is recomputed, not reused."""

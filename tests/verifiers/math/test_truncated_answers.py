@@ -92,7 +92,7 @@ def _answers(task):  # the gold as the last number of an unfinished text
 
 
 def test_eval_and_training_reward_see_the_finish_reason(gsm8k, tmp_path):
-    from dapo_bench.methods.data import Scorer
+    from dapo_bench.methods.scorer import Scorer
 
     res = evaluate(Cut(_answers(gsm8k)), [gsm8k], run_dir=tmp_path / "run", quiet=True)
     t = res["tasks"]["gsm8k"]
