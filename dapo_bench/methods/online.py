@@ -27,8 +27,9 @@ from dapo_bench.training.rollouts import TrainProblem
 
 
 class OnlineConfig(Protocol):
-    """What this driver reads of an online method's config (``GRPOConfig``, ``PPOConfig``:
-    frozen dataclasses, so read-only here; ``kl_mode`` is PPO's alone)."""
+    """The fields of an online method's config (``GRPOConfig``, ``PPOConfig``: frozen
+    dataclasses, hence read-only here) that this driver reads directly; the step counts it checks
+    through ``getattr`` by name, and ``kl_mode`` (PPO's alone) only where the config has it."""
 
     __dataclass_fields__: ClassVar[dict[str, Any]]  # a dataclass: ``dataclasses.replace`` takes it
 
@@ -36,12 +37,6 @@ class OnlineConfig(Protocol):
     def loss_agg(self) -> str: ...
     @property
     def kl_kind(self) -> str: ...
-    @property
-    def ppo_epochs(self) -> int: ...
-    @property
-    def minibatch_size(self) -> int: ...
-    @property
-    def max_new_tokens(self) -> int: ...
     @property
     def max_steps(self) -> int: ...
 
