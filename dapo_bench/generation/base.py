@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 from abc import ABC, abstractmethod
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Union
@@ -120,6 +121,18 @@ def row_seed(seed: int, prompt: str, occurrence: int, sample: int) -> int:
     """The RNG seed of one sample: a hash of what identifies it, independent of batching."""
     h = hashlib.sha256(f"{seed}\x1f{occurrence}\x1f{sample}\x1f{prompt}".encode()).digest()
     return int.from_bytes(h[:8], "big") & ((1 << 63) - 1)
+
+
+def row_seeds(seed: int, keys: Sequence[str], n: int) -> list[list[int]]:
+    """The :func:`row_seed` of each of a call's prompts' ``n`` samples, prompt by prompt
+    (``keys``: each prompt's seed key); a prompt that comes again in the call counts as its
+    next occurrence, so its samples are new ones. The one seeding rule of every backend."""
+    seen: Counter[str] = Counter()
+    out = []
+    for key in keys:
+        out.append([row_seed(seed, key, seen[key], j) for j in range(n)])
+        seen[key] += 1
+    return out
 
 
 def cut_at_stop(text: str, stop: Sequence[str]) -> tuple[str, bool]:

@@ -33,7 +33,6 @@ truncation is done), more than one device, or rows beyond ``batch_size`` when ``
 from __future__ import annotations
 
 import inspect
-from collections import Counter
 from functools import cache as memoize
 from typing import Any
 
@@ -50,7 +49,7 @@ from dapo_bench.generation.base import (
     check_params,
     cut_at_stop,
     encode_prompts,
-    row_seed,
+    row_seeds,
 )
 from dapo_bench.models import Policy, count_params, load_policy
 
@@ -166,11 +165,7 @@ class HFGenerator(Generator):
         check_params(params)
         enc, keys = encode_prompts(self._tok, prompts)
         enc = [e or [self._tok.eos_token_id] for e in enc]
-        seen: Counter[str] = Counter()
-        seeds = []
-        for p in keys:
-            seeds.append([row_seed(params.seed, p, seen[p], j) for j in range(params.n)])
-            seen[p] += 1
+        seeds = row_seeds(params.seed, keys, params.n)
         results: list[list[Completion]] = [[] for _ in prompts]
         order = sorted(range(len(prompts)), key=lambda i: -len(enc[i]))
         groups = length_groups([len(enc[i]) for i in order], max(1, self.batch_size // params.n))

@@ -59,7 +59,7 @@ from dapo_bench.generation.base import (
     SamplingParams,
     check_params,
     cut_at_stop,
-    row_seed,
+    row_seeds,
 )
 from dapo_bench.generation.http import Client, Failure, Rejected, in_flight, redact_url
 from dapo_bench.io import JsonlAppender, iter_jsonl
@@ -239,14 +239,12 @@ class OpenAIGenerator(Generator):
     def generate(self, prompts: list[Prompt], params: SamplingParams) -> list[list[Completion]]:
         check_params(params)
         _ = self.tokenizer  # loaded once, before the threads start
-        jobs = []  # (prompt index, body, prompt text or None)
-        seen: Counter[str] = Counter()
-        for i, p in enumerate(prompts):
-            key = json.dumps(p) if not isinstance(p, str) else p
-            for j in range(params.n):
-                seed = row_seed(params.seed, key, seen[key], j) % (2 ** 31)
-                jobs.append((i, self._body(p, params, seed), p if isinstance(p, str) else None))
-            seen[key] += 1
+        keys = [p if isinstance(p, str) else json.dumps(p) for p in prompts]
+        jobs = []  # (prompt index, body, prompt text or None): one request per sample
+        for i, (p, seeds) in enumerate(zip(prompts, row_seeds(params.seed, keys, params.n))):
+            for seed in seeds:
+                jobs.append((i, self._body(p, params, seed % (2 ** 31)),
+                             p if isinstance(p, str) else None))
         out: list[list[Completion]] = [[] for _ in prompts]
         fatal: list[BaseException] = []
 

@@ -55,7 +55,7 @@ from dapo_bench.generation.base import (
     SamplingParams,
     check_params,
     encode_prompts,
-    row_seed,
+    row_seeds,
 )
 from dapo_bench.models import load_tokenizer
 
@@ -235,7 +235,7 @@ class VLLMGenerator(Generator):
                 self._n_params = count_params(AutoModelForCausalLM.from_config(cfg))
         return self._n_params
 
-    def _sampling(self, prompt: str, occurrence: int, params: SamplingParams) -> Any:
+    def _sampling(self, seed: int, params: SamplingParams) -> Any:
         greedy = params.temperature == 0
         return self._vllm.SamplingParams(
             n=params.n,
@@ -243,7 +243,7 @@ class VLLMGenerator(Generator):
             top_p=1.0 if greedy else params.top_p,
             max_tokens=params.max_new_tokens,
             stop=[s for s in params.stop if s] or None,
-            seed=None if greedy else row_seed(params.seed, prompt, occurrence, 0) % (2**31),
+            seed=None if greedy else seed % (2**31),
             logprobs=0 if params.logprobs else None,
             include_stop_str_in_output=False,
             skip_special_tokens=True,
@@ -260,11 +260,8 @@ class VLLMGenerator(Generator):
             self.last_prompt_tokens = sum(len(i) for i in ids)
             return [[Completion("", 0, "length", [], [] if params.logprobs else None)
                      for _ in range(params.n)] for _ in prompts]
-        seen: dict[str, int] = {}
-        sps = []
-        for p in keys:
-            sps.append(self._sampling(p, seen.get(p, 0), params))
-            seen[p] = seen.get(p, 0) + 1
+        # a prompt's n samples are one request, seeded as hf seeds the prompt's first sample
+        sps = [self._sampling(seeds[0], params) for seeds in row_seeds(params.seed, keys, 1)]
         requests = [{"prompt_token_ids": i} for i in ids]  # vllm.inputs.TokensPrompt
         try:
             outs = self._llm.generate(requests, sps, use_tqdm=False)
