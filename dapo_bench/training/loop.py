@@ -30,7 +30,9 @@ rows); the ranks must then agree on ``total_steps``. Each rank's mean loss is
 scaled by ``world * weight / total weight``, so DeepSpeed's gradient average is the gradient of
 the whole batch's mean: N ranks take the same step as one process (to float rounding), each on
 1/N of the rows. Statistics and token counts are summed over ranks, so every rank logs and
-charges the same. In one process nothing is scaled (bit-exact with the unsharded loss).
+charges the same: at each step, or, when the trainer says each item's ``weight`` (so that
+every rank knows the batch's total weight), once a log window (see :func:`train_loop`). In one
+process nothing is scaled (bit-exact with the unsharded loss).
 
 Micro-batches (gradient accumulation): with the engines' ``micro_batch`` (``EngineConfig``, the
 run's ``--micro-batch``) a rank's share of a batch over that many items is cut into the fewest
@@ -65,33 +67,8 @@ from typing import Any
 from dapo_bench import dist, telemetry
 from dapo_bench.errors import UserError
 from dapo_bench.training import checkpoint
+from dapo_bench.training.schedule import Schedule
 from dapo_bench.training.scope import Scope
-
-
-@dataclass(frozen=True)
-class Schedule:
-    """Learning rate per optimizer step: linear warm-up over ``warmup_steps``, then ``kind``:
-    "constant", or "cosine" (decays to ``min_lr_ratio * lr`` at the last step)."""
-
-    lr: float
-    warmup_steps: int = 0
-    kind: str = "constant"
-    min_lr_ratio: float = 0.1
-
-    def __post_init__(self) -> None:
-        if self.kind not in ("constant", "cosine"):
-            raise UserError(f"schedule: expected constant|cosine, got {self.kind!r}")
-
-    def at(self, step: int, total: int) -> float:
-        """Learning rate of optimizer step ``step`` (0-based) of ``total``."""
-        if step < self.warmup_steps:
-            return self.lr * (step + 1) / self.warmup_steps
-        if self.kind == "constant":
-            return self.lr
-        span = max(1, total - self.warmup_steps)
-        frac = min(1.0, (step - self.warmup_steps) / span)
-        cos = 0.5 * (1 + math.cos(math.pi * frac))
-        return self.lr * (self.min_lr_ratio + (1 - self.min_lr_ratio) * cos)
 
 
 @dataclass
@@ -157,10 +134,15 @@ def train_loop(
     local: bool = False,
     resume: bool = True,
     cost: Callable[[Any], float] | None = None,
+    weight: Callable[[Any], float] | None = None,
 ) -> LoopStats:
     """Run the loop (see the module doc); returns what was done. ``cost``: what one item costs
     to run (its tokens); given, several ranks split each batch by it (``dist.balanced_shard``:
-    equal work, so that no rank waits for the other at the step's all-reduce), else by count."""
+    equal work, so that no rank waits for the other at the step's all-reduce), else by count.
+    ``weight``: an item's weight in the loss's mean (``LossOut.weight`` = their sum); given,
+    the step's statistics, tokens and counts are summed over ranks only when read (a log line,
+    a checkpoint, an epoch's end; every step with ``stop``, a FLOP budget or ``--report-to``):
+    one collective a log window, not one a step (2.5-5 ms each here, docs/scale-out.md)."""
     engines = engine if isinstance(engine, dict) else {"": engine}
     micro = _micro_batch(engines)
     for e in engines.values():
@@ -169,6 +151,29 @@ def train_loop(
     t0 = time.perf_counter()
     window: list[dict] = []
     totals: dict[str, float] = {}
+    pending: list[_StepOut] = []  # steps taken whose statistics are not summed over ranks yet
+    known = weight if not local else None  # local items: the batch's weight is spread out
+    eager = (known is None or dist.world_size() == 1 or stop is not None
+             or telemetry.active() or scope.budgeted)
+
+    def settle() -> None:
+        """The pending steps' statistics, tokens and counts, summed over ranks in one
+        collective, into ``stats``, the ledger, the telemetry and the log window."""
+        for out in _summed(pending):
+            row, counts = out.result()
+            for k, v in counts.items():
+                stats.counts[k] = stats.counts.get(k, 0) + v
+            stats.last_tokens = int(row.pop("_tokens"))
+            stats.tokens += stats.last_tokens
+            scope.charge_train(stats.last_tokens)
+            telemetry.count_step()
+            if telemetry.active():
+                _report(scope, row, engines, stats.last_tokens, out.seconds)
+            window.append(row)
+            for k, v in row.items():
+                totals[k] = totals.get(k, 0.0) + v
+        pending.clear()
+
     epoch = skip = seen = 0
     ckpt = checkpoint.take() if resume else None
     key: dict = {}
@@ -199,30 +204,26 @@ def train_loop(
                 for e in engines.values():
                     e.set_lr(schedule.at(stats.steps, total_steps))
             t_step = time.perf_counter()
-            row, counts = _step(engines, loss_fn, list(items), local, micro, cost)
-            for k, v in counts.items():
-                stats.counts[k] = stats.counts.get(k, 0) + v
+            out = _step(engines, loss_fn, list(items), local, micro, cost, known)
+            out.seconds = time.perf_counter() - t_step
+            pending.append(out)
             stats.steps += 1
             stats.items += len(items)
             seen += len(items)
             stats.epochs = epoch + seen / max(per_epoch, 1)
-            stats.last_tokens = int(row.pop("_tokens"))
-            stats.tokens += stats.last_tokens
-            scope.charge_train(stats.last_tokens)
-            telemetry.count_step()
-            if telemetry.active():
-                _report(scope, row, engines, stats.last_tokens, time.perf_counter() - t_step)
-            window.append(row)
-            for k, v in row.items():
-                totals[k] = totals.get(k, 0.0) + v
-            if stats.steps % log_every == 0 or stats.steps == total_steps:
+            logs = stats.steps % log_every == 0 or stats.steps == total_steps
+            due = ckpt is not None and ckpt.due(stats.steps, total_steps)
+            if eager or logs or due:
+                settle()
+            if logs:
                 _log(stats, window, scope, t0, on_log)
-            if ckpt is not None and ckpt.due(stats.steps, total_steps):
+            if ckpt is not None and due:
                 ckpt.save(engines, {
                     "epoch": epoch, "batches_done": done + 1, "seen": seen, "window": window,
                     "totals": totals, "seconds": time.perf_counter() - t0,
                     **{f: getattr(stats, f) for f in _RESUMED}}, key, scope)
         else:
+            settle()
             epoch += 1
             stats.seconds = time.perf_counter() - t0
             if on_epoch is not None and on_epoch(epoch, stats):
@@ -230,6 +231,7 @@ def train_loop(
             for e in engines.values():
                 e.module.train()
         skip = seen = 0
+    settle()
     if window:
         _log(stats, window, scope, t0, None)
     stats.means = {k: v / max(stats.steps, 1) for k, v in totals.items()}
@@ -273,13 +275,52 @@ def _log(stats: LoopStats, window: list[dict], scope: Scope, t0: float,
         on_log(stats)
 
 
+@dataclass
+class _StepOut:
+    """One optimizer step's statistics: ``vec`` = [weight, tokens, statistic * weight sums...,
+    counts...] of this rank, or summed over ranks once ``summed``; ``row``: one process's
+    statistics as the loss gave them (bit-exact, nothing divided)."""
+
+    vec: list[float]
+    keys: list[str]
+    ckeys: list[str]
+    grads: dict[str, float]
+    summed: bool
+    row: dict[str, float] | None = None
+    seconds: float = 0.0
+
+    def result(self) -> tuple[dict, dict[str, int]]:
+        """(statistics with ``_tokens``, counts) of the step, over all ranks."""
+        n = len(self.keys)
+        counts = {k: int(v) for k, v in zip(self.ckeys, self.vec[2 + n :])}
+        if self.row is not None:
+            return {**self.row, **self.grads, "_tokens": int(self.vec[1])}, counts
+        total_w = max(self.vec[0], 1e-12)
+        row = {k: v / total_w for k, v in zip(self.keys, self.vec[2 : 2 + n])}
+        return {**row, **self.grads, "_tokens": int(self.vec[1])}, counts
+
+
+def _summed(outs: list[_StepOut]) -> list[_StepOut]:
+    """``outs`` with every rank's share summed: one collective for all the unsummed ones (the
+    ranks settle the same steps at the same points, so their vectors line up)."""
+    todo = [o for o in outs if not o.summed]
+    if todo:
+        flat = dist.all_sum([v for o in todo for v in o.vec])
+        at = 0
+        for o in todo:
+            o.vec, o.summed = flat[at : at + len(o.vec)], True
+            at += len(o.vec)
+    return outs
+
+
 def _step(engines: dict[str, Any], loss_fn: Callable[[list[Any]], LossOut],
           items: list[Any], local: bool = False, micro: int = 0,
-          cost: Callable[[Any], float] | None = None) -> tuple[dict, dict[str, int]]:
+          cost: Callable[[Any], float] | None = None,
+          weight: Callable[[Any], float] | None = None) -> _StepOut:
     """One optimizer step of every engine on this rank's share of ``items`` (``local``: the
     items are this rank's already), ``micro`` items per forward/backward (0: all at once); the
-    step's statistics (over micro-batches and ranks), with its tokens under ``_tokens``, and
-    its counts."""
+    step's statistics (weighted sums over micro-batches; summed over ranks here unless
+    ``weight`` says the batch's total weight), its tokens and its counts."""
     world = dist.world_size()
     mine = (items if world == 1 or local else dist.shard(items) if cost is None
             else dist.balanced_shard(items, cost))
@@ -305,23 +346,26 @@ def _step(engines: dict[str, Any], loss_fn: Callable[[list[Any]], LossOut],
         if accumulate:  # gradient of sum(weight * mean loss); update() divides by the total
             for name, loss in losses.items():
                 engines[name].backward(loss * pw)
+    keys, ckeys = sorted(sums), sorted(counts)
+    vec = [w, tokens, *(sums[k] for k in keys), *(counts[k] for k in ckeys)]
     if world == 1:
         if not accumulate:  # nothing scaled: bit-exact with the whole batch's loss
-            row = {**stats, **{_grad_key(n): engines[n].step(loss) for n, loss in losses.items()}}
-            return {**row, "_tokens": tokens}, counts
-        total_w = max(w, 1e-12)
-        row = {k: v / total_w for k, v in sums.items()}
-        row.update({_grad_key(n): engines[n].update(1.0 / total_w) for n in losses})
-        return {**row, "_tokens": tokens}, counts
-    keys, ckeys = sorted(sums), sorted(counts)
-    summed = dist.all_sum([w, tokens, *(sums[k] for k in keys), *(counts[k] for k in ckeys)])
-    total_w = max(summed[0], 1e-12)
-    row = {k: v / total_w for k, v in zip(keys, summed[2 : 2 + len(keys)])}
+            grads = {_grad_key(n): engines[n].step(loss) for n, loss in losses.items()}
+            return _StepOut(vec, keys, ckeys, grads, True, row=stats)
+        grads = {_grad_key(n): engines[n].update(1.0 / max(w, 1e-12)) for n in losses}
+        return _StepOut(vec, keys, ckeys, grads, True)
+    if weight is None:  # the ranks meet before the backward to learn the batch's weight
+        vec = dist.all_sum(vec)
+        total_w = max(vec[0], 1e-12)
+    else:
+        total_w = max(float(sum(weight(x) for x in items)), 1e-12)
+        if abs(w - sum(weight(x) for x in mine)) > 1e-9 * max(1.0, abs(w)):
+            raise ValueError(f"loss weight {w} is not the sum of its items' weights")
+    grads = {}
     for name, loss in losses.items():  # the engine averages over ranks: scale by world
-        row[_grad_key(name)] = (engines[name].update(world / total_w) if accumulate else
-                                engines[name].step(loss * (world * w / total_w)))
-    counts = {k: int(v) for k, v in zip(ckeys, summed[2 + len(keys) :])}
-    return {**row, "_tokens": int(summed[1])}, counts
+        grads[_grad_key(name)] = (engines[name].update(world / total_w) if accumulate else
+                                  engines[name].step(loss * (world * w / total_w)))
+    return _StepOut(vec, keys, ckeys, grads, weight is None)
 
 
 def micro_batches(items: Sequence[Any], micro: int) -> list[list[Any]]:

@@ -67,6 +67,11 @@ class Scope:
         if self.progress is not None:
             self.progress(k, resumed=resumed)
 
+    @property
+    def budgeted(self) -> bool:
+        """The ledger has a FLOP budget (then every step's tokens are summed at once)."""
+        return self.ledger is not None and self.ledger.budget_flops is not None
+
     def exhausted(self) -> bool:
         """The ledger's FLOP budget is spent (never without a ledger)."""
         return self.ledger is not None and self.ledger.exhausted()

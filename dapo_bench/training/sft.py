@@ -30,14 +30,8 @@ from dapo_bench.training.batches import (
     response_ids,
 )
 from dapo_bench.training.engine import ONE_PROCESS, EngineConfig, OptimConfig, make_engine
-from dapo_bench.training.loop import (
-    LoopStats,
-    LossOut,
-    Schedule,
-    shuffled_batches,
-    steps_for,
-    train_loop,
-)
+from dapo_bench.training.loop import LoopStats, LossOut, shuffled_batches, steps_for, train_loop
+from dapo_bench.training.schedule import Schedule
 from dapo_bench.training.scope import Scope
 
 

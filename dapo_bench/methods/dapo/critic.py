@@ -152,7 +152,7 @@ def train_critic(
         lambda epoch: [[data[i] for i in b]
                        for b in shuffled_batches(len(data), cfg.batch_size, seed + epoch)],
         loss_fn, total_steps=steps_for(cfg.epochs, len(data), cfg.batch_size, whole_batches=False),
-        scope=scope, cost=lambda x: min(len(x.ids), cfg.max_length),
+        scope=scope, cost=lambda x: min(len(x.ids), cfg.max_length), weight=lambda x: 1,
     )
 
 
