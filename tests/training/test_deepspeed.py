@@ -91,6 +91,26 @@ def test_set_lr_zero_freezes_weights():
     assert all(torch.equal(a, b) for a, b in zip(before, engine.module.parameters()))
 
 
+def test_zero0_clips_itself_as_deepspeed_does_without_meeting_the_other_ranks():
+    """fp32 ZeRO-0: the engine turns DeepSpeed's clip off (it all-reduces a norm every rank
+    already has) and clips the same way itself: bit-equal to DeepSpeed's own clip_grad_norm_."""
+    from deepspeed.runtime.utils import clip_grad_norm_
+
+    from dapo_bench.training.deepspeed import clip_as_deepspeed
+
+    engine, *_ = _train("zero0", steps=1)  # the one-process group DeepSpeed's clip reads
+    assert engine.clip == 0.5 and engine.config["gradient_clipping"] == 0.0
+    gen = torch.Generator().manual_seed(0)
+    for scale in (10.0, 1e-3):  # clipped, and left alone (coefficient 1)
+        params = [torch.nn.Parameter(torch.zeros(n)) for n in (7, 33, 128)]
+        for q in params:
+            q.grad = torch.randn(q.shape, generator=gen) * scale
+        ours = [q.grad.clone() for q in params]
+        clip_as_deepspeed(ours, 0.5)
+        clip_grad_norm_(params, 0.5)
+        assert all(torch.equal(a, q.grad) for a, q in zip(ours, params))
+
+
 def test_bf16_on_cpu_is_a_user_error():
     tok = build_char_tokenizer()
     model = tiny_llama(tok, seed=0, d=32, layers=2, heads=2, ffn=64)
