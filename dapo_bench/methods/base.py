@@ -15,13 +15,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dapo_bench.errors import UserError
 from dapo_bench.methods import METHODS
-from dapo_bench.methods.context import RunContext
-from dapo_bench.models import Policy
-from dapo_bench.training.loop import LoopStats
+
+if TYPE_CHECKING:  # for the checker only: the registrations import no torch
+    from dapo_bench.methods.context import RunContext
+    from dapo_bench.models import Policy
+    from dapo_bench.training.loop import LoopStats
 
 
 @dataclass(frozen=True)

@@ -26,12 +26,14 @@ Not covered: vLLM-specific prefix-cache tuning (the backend's own), multi-node r
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dapo_bench.methods.base import MethodOutput, register_method
-from dapo_bench.methods.context import RunContext
 from dapo_bench.methods.dapo.config import DapoConfig
-from dapo_bench.models import Policy
+
+if TYPE_CHECKING:  # for the checker only: the registration imports no torch (train --help)
+    from dapo_bench.methods.context import RunContext
+    from dapo_bench.models import Policy
 
 # Toy preset (arith v2, the shipped 47.6k-parameter reference on its SFT plateau, 92.75% on
 # test), chosen on the dev split (docs/measurements.md, "Tuning the toy preset"): stage B values

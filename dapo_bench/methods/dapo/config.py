@@ -1,12 +1,66 @@
-"""DAPO's settings (:class:`DapoConfig`), apart from the method (``dapo/__init__.py``) so that
-its stages can name the type they read without importing the method that runs them."""
+"""DAPO's settings (:class:`DapoConfig`, with its parts :class:`CriticConfig` and
+:class:`ActorConfig`), apart from the method (``dapo/__init__.py``) so that its stages can name
+the type they read without importing the method that runs them. No torch: ``dapo-bench train
+--help`` reads the fields DAPO's flags are made from (``methods.base.method_flags``)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from dapo_bench.methods.dapo.actor import ActorConfig
-from dapo_bench.methods.dapo.critic import CriticConfig
+from dapo_bench.training.optim import OptimConfig
+
+
+@dataclass(frozen=True)
+class CriticConfig:
+    """Critic settings.
+
+    model: backbone to start from ("" = the current pi_ref); optim: the optimiser (optim.lr:
+    paper 5e-6 for 7B models); epochs: passes over the labelled states (paper: 1); batch_size:
+    states per step; heldout_frac: fraction of PROBLEMS whose states are kept out of training
+    and used for the calibration report; bins: reliability bins for ECE; max_length: token cap.
+    step_labels: also train on (s + first step of each MC completion, that completion's reward):
+    one-sample labels of exactly the V(s + a_i) that stage B asks for (see ``critic_examples``).
+    """
+
+    model: str = ""
+    epochs: float = 1.0
+    batch_size: int = 32
+    heldout_frac: float = 0.1
+    bins: int = 10
+    max_length: int = 4096
+    step_labels: bool = False
+    optim: OptimConfig = field(default_factory=lambda: OptimConfig(lr=5e-6))
+
+
+@dataclass(frozen=True)
+class ActorConfig:
+    """Actor settings.
+
+    optim: the optimiser (optim.lr, optim.grad_clip, ...); epochs: passes over the kept states
+    (few: the data is off-policy); batch_actions: actions per optimizer step (whole states, so a
+    batch may hold more when one state alone has more); max_length: token cap per sequence.
+    stop_tol, stop_window: the paper's stopping rule ("stop when the batch mean of |log
+    pi_theta/pi_ref| converges"): stop when the mean of the last ``stop_window`` steps' batch
+    mean |log-ratio| differs from the mean of the ``stop_window`` steps before them by less
+    than ``stop_tol`` (nats); 0 = off (train ``epochs``). The stage records ``stop_step``.
+    """
+
+    epochs: int = 1
+    batch_actions: int = 64
+    max_length: int = 4096
+    optim: OptimConfig = field(default_factory=lambda: OptimConfig(lr=1e-6))
+    stop_tol: float = 0.0
+    stop_window: int = 10
+
+    def __post_init__(self) -> None:
+        if not self.stop_tol >= 0:
+            raise ValueError(f"stop_tol must be >= 0 (0 = off), got {self.stop_tol}")
+        if self.stop_window < 1:
+            raise ValueError(f"stop_window must be >= 1, got {self.stop_window}")
+        if self.epochs < 1:
+            raise ValueError(f"epochs must be >= 1, got {self.epochs}")
+        if self.batch_actions < 1:
+            raise ValueError(f"batch_actions must be >= 1, got {self.batch_actions}")
 
 
 @dataclass(frozen=True)
