@@ -14,6 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from dapo_bench.config import flag
 from dapo_bench.errors import UserError
 from dapo_bench.io import atomic_write_json, read_json
 from dapo_bench.methods.base import MethodSpec
@@ -108,10 +109,9 @@ def _flag_of(dotted: str, spec: MethodSpec) -> str:
     --beta (a method flag) or --set beta."""
     head, _, rest = dotted.partition(".")
     if head == "options":
-        return "--" + rest.replace("_", "-")
+        return flag(rest)
     if head == "config":
-        flags = {v: k for k, v in spec.flags.items()}
-        return "--" + flags[rest].replace("_", "-") if rest in flags else f"--set {rest}"
+        return flag(rest) if rest in spec.flags else f"--set {rest}"
     return f"--{head}"
 
 

@@ -48,9 +48,6 @@ TOY = {
     "actor": {"optim": {"lr": 2e-5}, "epochs": 4, "batch_actions": 64, "max_length": 256},
 }
 PRESETS = {"default": {}, "toy": TOY}
-# command-line flags (besides --set) -> config fields; other methods reject them
-FLAGS = {"beta": "beta", "n_rollouts": "n_rollouts", "mc_samples": "mc_samples",
-         "iterations": "iterations"}
 
 
 def summary(results: dict) -> list[str]:
@@ -62,7 +59,8 @@ def summary(results: dict) -> list[str]:
 
 
 @register_method(
-    "dapo", config=DapoConfig, presets=PRESETS, flags=FLAGS, summary=summary,
+    "dapo", config=DapoConfig, presets=PRESETS, summary=summary,
+    flags=("beta", "n_rollouts", "mc_samples", "iterations"),  # train's DAPO flags; others refuse
     help="DAPO (Liu et al., step-level): offline, MC-labelled critic, A/beta log-ratio "
          "regression (arXiv 2412.18279; not ByteDance's DAPO)",
 )

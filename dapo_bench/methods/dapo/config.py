@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from dapo_bench.config import option
 from dapo_bench.training.optim import OptimConfig
 
 
@@ -67,14 +68,12 @@ class ActorConfig:
 class DapoConfig:
     """DAPO (Liu et al., step-level) settings; ``--set key=value`` / YAML fill them.
 
-    beta: KL weight; the actor's target log-ratio is A/beta (paper: 0.01; ablation 0.002-0.1).
-    iterations: DAPO iterations; iteration k+1 uses the actor of iteration k as pi_ref.
+    beta, iterations, n_rollouts, mc_samples: declared with their help (``config.option``): they
+        are ``dapo-bench train``'s DAPO flags too (the registration names them), shorthands for
+        ``--set``; the help is in ``--help`` and in docs/training.md's method-flag table.
     n_problems: training problems per iteration (None: the whole training split); with
         fresh_problems each iteration takes the next n_problems of the split.
     n_samples: n1, responses sampled per problem (paper: 32).
-    n_rollouts: n, responses kept per problem, balanced correct/wrong (paper: 6).
-    mc_samples: m, completions per state for its Monte Carlo label; their first steps are the
-        M candidate actions of stage B (paper: 16).
     temperature, top_p: sampling for rollouts and completions (paper: 1.0, 1.0).
     max_new_tokens: generation cap (0: the task's max_new_tokens).
     min_spread: drop a state whose advantage spread (max - min) is under this (default 0.1).
@@ -98,13 +97,17 @@ class DapoConfig:
     actor: ActorConfig (optim.lr, optim.grad_clip, epochs, batch_actions, max_length).
     """
 
-    beta: float = 0.01
-    iterations: int = 1
+    beta: float = option(0.01, "KL weight; the actor's target log-ratio is A/beta (paper 0.01; "
+                         "ablation 0.002-0.1)", metavar="F")
+    iterations: int = option(1, "iterations; iteration k+1 uses the actor of iteration k as "
+                             "pi_ref", metavar="K")
     n_problems: int | None = None
     fresh_problems: bool = True
     n_samples: int = 32
-    n_rollouts: int = 6
-    mc_samples: int = 16
+    n_rollouts: int = option(6, "n, responses kept per problem, balanced correct/wrong "
+                             "(paper 6)", metavar="N")
+    mc_samples: int = option(16, "m, completions per state for its Monte Carlo label; their "
+                             "first steps are stage B's candidate actions (paper 16)", metavar="M")
     temperature: float = 1.0
     top_p: float = 1.0
     max_new_tokens: int = 0
