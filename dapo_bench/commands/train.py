@@ -4,10 +4,10 @@ With no argument but ``--method dapo`` it runs DAPO (Liu et al., step-level) wit
 preset on the embedded ``arith`` task and the shipped reference policy, offline on CPU.
 Configuration precedence: preset -> ``--config`` YAML -> ``--set key=value`` -> the method's
 named flags (``--beta`` etc. are shorthands for ``--set beta=...``, put after the user's).
-No flag but ``--method``, ``--config``, ``--preset``, ``--set`` and ``--threads`` is written
-here: the run flags every method shares are ``RunOptions`` fields, each declared once with its
-help (``methods.options``), and a method's own flags are the config fields its registration
-names (``register_method(..., flags=...)``, gathered by ``methods.base.method_flags``);
+No flag but ``--method``, ``--config``, ``--preset`` and ``--set`` is written here: the run
+flags every method shares are ``RunOptions`` fields, each declared once with its help
+(``methods.options``), and a method's own flags are the config fields its registration names
+(``register_method(..., flags=...)``, gathered by ``methods.base.method_flags``);
 ``commands.common.with_options`` makes the flags from the fields of both.
 """
 
@@ -52,9 +52,6 @@ def register(app: typer.Typer, option_cls: type = RunOptions) -> None:
             help="config preset (default: toy for arith, else default = paper)")] = None,
         set_: Annotated[list[str] | None, Opt(
             "--set", metavar="KEY=VALUE", help="config override (repeat)")] = None,
-        threads: Annotated[int | None, Opt(
-            help="CPU torch threads (default: the task's, e.g. 1 for arith's tiny policy; "
-                 "else up to 2)")] = None,
         **options: Any,
     ) -> None:
         """Train a policy with a registered method (DAPO = Liu et al., step-level, offline)."""
@@ -75,6 +72,7 @@ def register(app: typer.Typer, option_cls: type = RunOptions) -> None:
         given = {f.name: options.pop(f.name) for f in dataclasses.fields(flags_cls)}
         overrides = list(set_ or []) + flag_overrides(method, given)
         opts = options_of(option_cls, options)
+        threads = opts.threads
         if threads is None:  # the task's default model says how many threads suit it
             threads = (run.task_spec(opts).threads if opts.model is None else None) or 2
         if not torch.cuda.is_available():

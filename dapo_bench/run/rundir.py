@@ -21,10 +21,10 @@ from dapo_bench.methods.base import MethodSpec
 from dapo_bench.run.options import RunOptions
 
 # options that change nothing a run computes: a resumed run may differ in them (micro_batch
-# changes memory, not the update: the same run to float rounding; checkpoints, --report-to and
-# --stop-on-cheat change nothing)
+# changes memory, not the update: the same run to float rounding; --threads the speed, to float
+# rounding too; checkpoints, --report-to and --stop-on-cheat change nothing)
 COSMETIC = ("quiet", "out", "run_id", "micro_batch", "checkpoint_every", "stop_on_cheat",
-            "report_to")
+            "report_to", "threads")
 # options added after runs were made that change nothing at their default: left out of the
 # identity when at it, so run ids of runs that do not use them stay what they were
 LATER = {"canaries": 0.0}

@@ -91,9 +91,11 @@ def test_a_field_added_once_is_a_flag_in_help_in_the_table_and_in_the_options(mo
     monkeypatch.setattr(run, "run_training", stop)
     res = CliRunner().invoke(_app(WithKnob), ["train", "--method", "sft", "--frobnicate", "7",
                                               "--eval-tasks", "arith,arith_ood",
-                                              "--eval-tasks", "arith", "--no-control"])
+                                              "--eval-tasks", "arith", "--no-control",
+                                              "--threads", "1"])
     assert isinstance(res.exception, _Knob), res.output
     assert seen[0].frobnicate == 7 and seen[0].eval_tasks == ("arith", "arith_ood")
+    assert seen[0].threads == 1
     assert seen[0].control is False and type(seen[0]) is WithKnob
 
 
