@@ -78,6 +78,10 @@ class Registry(Generic[T]):
         self._load()
         return sorted(self._entries)
 
+    def registered(self) -> list[Entry[T]]:
+        """The entries registered so far, by name, without importing the registry's modules."""
+        return sorted(self._entries.values(), key=lambda e: e.name)
+
     def __iter__(self) -> Iterator[Entry[T]]:
         self._load()
         return iter(sorted(self._entries.values(), key=lambda e: e.name))

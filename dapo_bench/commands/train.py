@@ -2,14 +2,18 @@
 
 With no argument but ``--method dapo`` it runs DAPO (Liu et al., step-level) with the ``toy``
 preset on the embedded ``arith`` task and the shipped reference policy, offline on CPU.
-Configuration precedence: preset -> ``--config`` YAML -> ``--set key=value`` -> the named flags
-(``--beta`` etc. are shorthands for ``--set beta=...``). The run flags every method shares are
-not written here: each is a ``RunOptions`` field, declared once with its help
-(``methods.options``), and ``commands.common.with_options`` makes the flags from the fields.
+Configuration precedence: preset -> ``--config`` YAML -> ``--set key=value`` -> the method's
+named flags (``--beta`` etc. are shorthands for ``--set beta=...``, put after the user's).
+No flag but ``--method``, ``--config``, ``--preset`` and ``--set`` is written here: the run
+flags every method shares are ``RunOptions`` fields, each declared once with its help
+(``methods.options``), and a method's own flags are the config fields its registration names
+(``register_method(..., flags=...)``, gathered by ``methods.base.method_flags``);
+``commands.common.with_options`` makes the flags from the fields of both.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -23,6 +27,7 @@ from dapo_bench.commands.common import (
     with_options,
 )
 from dapo_bench.methods import METHOD_NAMES
+from dapo_bench.methods.base import flag_overrides, method_flags
 from dapo_bench.methods.options import RunOptions
 
 EXAMPLES = examples("""
@@ -34,7 +39,9 @@ EXAMPLES = examples("""
 
 def register(app: typer.Typer, option_cls: type = RunOptions) -> None:
     """Add ``train`` to *app*, its run flags made from *option_cls*' fields (``RunOptions``;
-    the tests pass a subclass with a field added)."""
+    the tests pass a subclass with a field added), its method flags from the registrations
+    (:func:`~dapo_bench.methods.base.method_flags`)."""
+    flags_cls = method_flags()
 
     def train_cmd(
         method: Annotated[str, Opt(
@@ -45,15 +52,6 @@ def register(app: typer.Typer, option_cls: type = RunOptions) -> None:
             help="config preset (default: toy for arith, else default = paper)")] = None,
         set_: Annotated[list[str] | None, Opt(
             "--set", metavar="KEY=VALUE", help="config override (repeat)")] = None,
-        beta: Annotated[float | None, Opt(help="dapo only: KL weight beta (paper 0.01)")] = None,
-        n_rollouts: Annotated[int | None, Opt(
-            help="dapo only: responses kept per problem, balanced (paper n=6)")] = None,
-        mc_samples: Annotated[int | None, Opt(
-            help="dapo only: Monte Carlo completions per state (paper m=16)")] = None,
-        iterations: Annotated[int | None, Opt(help="dapo only: iterations")] = None,
-        threads: Annotated[int | None, Opt(
-            help="CPU torch threads (default: the task's, e.g. 1 for arith's tiny policy; "
-                 "else up to 2)")] = None,
         **options: Any,
     ) -> None:
         """Train a policy with a registered method (DAPO = Liu et al., step-level, offline)."""
@@ -70,12 +68,11 @@ def register(app: typer.Typer, option_cls: type = RunOptions) -> None:
         quiet_accelerator_probe()
 
         from dapo_bench import run
-        from dapo_bench.methods.base import flag_overrides
 
-        overrides = list(set_ or []) + flag_overrides(method, {
-            "beta": beta, "n_rollouts": n_rollouts, "mc_samples": mc_samples,
-            "iterations": iterations})
+        given = {f.name: options.pop(f.name) for f in dataclasses.fields(flags_cls)}
+        overrides = list(set_ or []) + flag_overrides(method, given)
         opts = options_of(option_cls, options)
+        threads = opts.threads
         if threads is None:  # the task's default model says how many threads suit it
             threads = (run.task_spec(opts).threads if opts.model is None else None) or 2
         if not torch.cuda.is_available():
@@ -90,7 +87,7 @@ def register(app: typer.Typer, option_cls: type = RunOptions) -> None:
             for line in run.summary_lines(res):  # the budget, the method's own summary
                 Console(stderr=True).print(line, markup=False)
 
-    app.command("train", epilog=EXAMPLES)(with_options(train_cmd, option_cls))
+    app.command("train", epilog=EXAMPLES)(with_options(train_cmd, flags_cls, option_cls))
 
 
 def summary_table(res: dict):

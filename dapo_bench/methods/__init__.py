@@ -21,3 +21,9 @@ METHODS: Registry = Registry(
 # the method names without importing the methods (torch): each module is named after its method
 # (tests/commands/test_cli.py checks this against the registry); ``train --help`` lists them
 METHOD_NAMES: tuple[str, ...] = tuple(m.rsplit(".", 1)[1] for m in METHODS.modules)
+
+# the method modules whose registration imports no torch (their heavy work is imported inside
+# functions): ``train --help`` reads the methods' own flags from these registrations without
+# loading the other methods (``methods.base.method_flags``). A method that registers flags of
+# its own is one of them (tests/methods/test_options.py checks this against the registry).
+FLAG_MODULES: tuple[str, ...] = ("dapo_bench.methods.dapo",)

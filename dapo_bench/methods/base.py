@@ -2,26 +2,34 @@
 
 A method is a function ``fn(ctx: RunContext, cfg) -> MethodOutput`` plus a frozen config
 dataclass (its docstring is the user reference), named presets (``default`` = paper settings;
-``toy`` = tuned for the embedded arith task's shipped policy), the command-line flags it takes
-besides ``--set`` and, optionally, ``summary(results) -> lines`` (what ``dapo-bench train``
-prints after the table, e.g. DAPO's critic skill). A method holds its algorithm and its stages;
-the run around it (options, run dir, evaluation, control, results) is ``dapo_bench.run``.
+``toy`` = tuned for the embedded arith task's shipped policy), the config fields that are
+command-line flags of their own besides ``--set`` (``flags``: each declared once, on the config,
+with ``config.option``; :func:`method_flags` makes ``train``'s flags and the docs table from
+them) and, optionally, ``summary(results) -> lines`` (what ``dapo-bench train`` prints after
+the table, e.g. DAPO's critic skill). A method holds its algorithm and its stages; the run
+around it (options, run dir, evaluation, control, results) is ``dapo_bench.run``.
 
 Not covered: methods that run outside a ``RunContext``.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import importlib
+import typing
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from dapo_bench.config import flag, option
 from dapo_bench.errors import UserError
-from dapo_bench.methods import METHODS
-from dapo_bench.methods.context import RunContext
-from dapo_bench.models import Policy
-from dapo_bench.training.loop import LoopStats
+from dapo_bench.methods import FLAG_MODULES, METHODS
+
+if TYPE_CHECKING:  # for the checker only: the registrations import no torch
+    from dapo_bench.methods.context import RunContext
+    from dapo_bench.models import Policy
+    from dapo_bench.training.loop import LoopStats
 
 
 @dataclass(frozen=True)
@@ -30,7 +38,8 @@ class MethodSpec:
     fn: Callable[[RunContext, Any], MethodOutput]
     config_cls: type
     presets: dict[str, dict]
-    flags: dict[str, str] = field(default_factory=dict)  # CLI flag name -> config field
+    # config fields that are command-line flags (--beta: a shorthand for --set beta=...)
+    flags: tuple[str, ...] = ()
     # lines `dapo-bench train` prints about a finished run's results.json (method-specific)
     summary: Callable[[dict], list[str]] | None = None
 
@@ -46,34 +55,65 @@ class MethodOutput:
 
 
 def register_method(name: str, *, config: type, presets: dict[str, dict], help: str,
-                    flags: dict[str, str] | None = None,
+                    flags: tuple[str, ...] = (),
                     summary: Callable[[dict], list[str]] | None = None) -> Callable:
-    """Decorator: register ``fn(ctx, cfg) -> MethodOutput`` as training method ``name``."""
+    """Decorator: register ``fn(ctx, cfg) -> MethodOutput`` as training method ``name``;
+    ``flags``: top-level fields of ``config``, each declared with ``config.option`` (its help),
+    that ``dapo-bench train`` takes as flags of their own."""
     if "default" not in presets:
         raise ValueError(f"method {name}: presets need a 'default' entry")
+    helped = {f.name for f in dataclasses.fields(config) if f.metadata.get("help")}
+    for f in flags:
+        if f not in helped:
+            raise ValueError(f"method {name}: flag {f!r} is not a field of {config.__name__} "
+                             f"declared with config.option (a default and its help)")
 
     def deco(fn: Callable) -> Callable:
-        METHODS.add(name, MethodSpec(name, fn, config, presets, dict(flags or {}), summary),
+        METHODS.add(name, MethodSpec(name, fn, config, presets, tuple(flags), summary),
                     help=help)
         return fn
 
     return deco
 
 
+def method_flags() -> type:
+    """``dapo-bench train``'s method flags, for ``commands.common.with_options`` and
+    ``config.options_table``: a frozen dataclass with a field per config field that a registered
+    method names in its ``flags``, of that field's type or None (default None: not given), its
+    help led by the methods that take it (``dapo only: ...``). Reads the registrations of
+    ``FLAG_MODULES`` (no torch) and of any method registered already; loads no other method."""
+    for module in FLAG_MODULES:
+        importlib.import_module(module)
+    takers: dict[str, list[MethodSpec]] = {}
+    for e in METHODS.registered():
+        for name in e.obj.flags:
+            takers.setdefault(name, []).append(e.obj)
+    fields = []
+    for name, specs in takers.items():
+        types = {typing.get_type_hints(s.config_cls)[name] for s in specs}
+        if len(types) > 1:
+            raise ValueError(f"flag {flag(name)}: the methods that take it differ in its type")
+        decl = next(f for f in dataclasses.fields(specs[0].config_cls) if f.name == name)
+        text = f"{', '.join(s.name for s in specs)} only: {decl.metadata['help']}"
+        fields.append((name, types.pop() | None,
+                       option(None, text, metavar=decl.metadata.get("metavar"))))
+    return dataclasses.make_dataclass("MethodFlags", fields, frozen=True)
+
+
 def flag_overrides(method: str, flags: dict[str, object]) -> list[str]:
-    """``--set`` overrides for the method-specific flags given (None = not given); a flag of
-    another method is a UserError naming the methods that take it."""
+    """``--set`` overrides for the method flags given (field name -> value; None = not given),
+    put after the user's ``--set``; a flag of another method is a UserError naming the methods
+    that take it."""
     spec: MethodSpec = METHODS.get(method)
     out = []
-    for flag, value in flags.items():
+    for name, value in flags.items():
         if value is None:
             continue
-        if flag not in spec.flags:
-            takers = [e.name for e in METHODS if flag in e.obj.flags]
-            cli = "--" + flag.replace("_", "-")
-            raise UserError(f"{cli} is not a {method} option (methods that take it: "
+        if name not in spec.flags:
+            takers = [e.name for e in METHODS if name in e.obj.flags]
+            raise UserError(f"{flag(name)} is not a {method} option (methods that take it: "
                             f"{', '.join(takers) or 'none'}); use --set FIELD=VALUE")
-        out.append(f"{spec.flags[flag]}={value}")
+        out.append(f"{name}={value}")
     return out
 
 

@@ -73,6 +73,10 @@ class RunOptions:
                                 "settings; rerun with the same id to resume)", metavar="ID")
     data_dir: str | None = option(None, "benchmark files for file tasks", metavar="DIR")
     quiet: bool = option(False, "plain log lines, no progress bars")
+    threads: int | None = option(
+        None, "CPU torch threads when no GPU, at most torch's own count (default: the training "
+        "task's threads when --model is not given, e.g. 1 for arith's tiny policy; else 2)",
+        metavar="N")
     checkpoint_every: int = option(
         0, "save a training stage every K steps (optimizer steps; GRPO/PPO: online steps); a "
         "rerun resumes a killed stage there (0 = off: it restarts)", metavar="K")

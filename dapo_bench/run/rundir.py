@@ -14,16 +14,17 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from dapo_bench.config import flag
 from dapo_bench.errors import UserError
 from dapo_bench.io import atomic_write_json, read_json
 from dapo_bench.methods.base import MethodSpec
 from dapo_bench.run.options import RunOptions
 
 # options that change nothing a run computes: a resumed run may differ in them (micro_batch
-# changes memory, not the update: the same run to float rounding; checkpoints, --report-to and
-# --stop-on-cheat change nothing)
+# changes memory, not the update: the same run to float rounding; --threads the speed, to float
+# rounding too; checkpoints, --report-to and --stop-on-cheat change nothing)
 COSMETIC = ("quiet", "out", "run_id", "micro_batch", "checkpoint_every", "stop_on_cheat",
-            "report_to")
+            "report_to", "threads")
 # options added after runs were made that change nothing at their default: left out of the
 # identity when at it, so run ids of runs that do not use them stay what they were
 LATER = {"canaries": 0.0}
@@ -108,10 +109,9 @@ def _flag_of(dotted: str, spec: MethodSpec) -> str:
     --beta (a method flag) or --set beta."""
     head, _, rest = dotted.partition(".")
     if head == "options":
-        return "--" + rest.replace("_", "-")
+        return flag(rest)
     if head == "config":
-        flags = {v: k for k, v in spec.flags.items()}
-        return "--" + flags[rest].replace("_", "-") if rest in flags else f"--set {rest}"
+        return flag(rest) if rest in spec.flags else f"--set {rest}"
     return f"--{head}"
 
 

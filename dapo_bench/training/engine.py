@@ -1,9 +1,10 @@
 """Training engines: the one object every trainer steps (``engine.step(loss)``).
 
-Two settings objects, one place each: :class:`OptimConfig` (the optimiser: lr, weight decay,
-betas, clipping) belongs to a method's config; :class:`EngineConfig` (which engine: DeepSpeed
-stage, offload, bf16, and ``micro_batch``, the items per forward/backward pass) belongs to the
-run (``dapo-bench train --deepspeed``, ``--micro-batch``).
+Two settings objects, one place each: ``OptimConfig`` (the optimiser: lr, weight decay,
+betas, clipping; in ``training.optim``, which imports no torch, and imported from here as well)
+belongs to a method's config; :class:`EngineConfig` (which engine: DeepSpeed stage, offload,
+bf16, and ``micro_batch``, the items per forward/backward pass) belongs to the run
+(``dapo-bench train --deepspeed``, ``--micro-batch``).
 ``make_engine(model, optim, engine)`` looks the engine up in ``ENGINES``: ``torch`` (plain
 AdamW, one process) for ``deepspeed="none"``, ``deepspeed`` (ZeRO 0-3, registered by
 ``dapo_bench.training.deepspeed``) for ``zero0``..``zero3``. Trainers never touch an optimizer,
@@ -34,25 +35,9 @@ import torch
 
 from dapo_bench.models import save_policy
 from dapo_bench.registry import Registry
+from dapo_bench.training.optim import OptimConfig
 
 ZERO_STAGES = ("zero0", "zero1", "zero2", "zero3")
-
-
-@dataclass(frozen=True)
-class OptimConfig:
-    """Optimiser settings of a trainer: lr (AdamW learning rate), weight_decay, betas,
-    grad_clip (global gradient-norm clip)."""
-
-    lr: float = 1e-5
-    weight_decay: float = 0.0
-    betas: tuple[float, float] = (0.9, 0.95)
-    grad_clip: float = 1.0
-
-    def __post_init__(self) -> None:
-        if self.lr <= 0:
-            raise ValueError(f"lr must be > 0, got {self.lr}")
-        if self.grad_clip <= 0:
-            raise ValueError(f"grad_clip must be > 0, got {self.grad_clip}")
 
 
 @dataclass(frozen=True)

@@ -143,7 +143,7 @@ def test_method_specific_flags_say_and_check_which_methods_take_them(tmp_path):
     for flag in ("beta", "n_rollouts", "mc_samples", "iterations"):
         takers = [e.name for e in METHODS if flag in e.obj.flags]
         param = next(p for p in train.params if p.name == flag)
-        assert param.help.startswith(f"{' '.join(takers)} only: "), param.help
+        assert param.help.startswith(f"{', '.join(takers)} only: "), param.help
     p = subprocess.run([*CLI, "train", "--method", "sft", "--beta", "0.1", "--out", str(tmp_path)],
                        check=False, capture_output=True, text=True, timeout=120)
     assert p.returncode == 2

@@ -155,7 +155,7 @@ def test_train_resume_rules(tmp_path):
                       "config": to_dict(cfg)}
 
     o1, s1 = saved(eval_limit=10)
-    o2, s2 = saved(eval_limit=20, quiet=True, micro_batch=4, out=f"{tmp_path}/./x",
+    o2, s2 = saved(eval_limit=20, quiet=True, micro_batch=4, threads=3, out=f"{tmp_path}/./x",
                    eval_tasks=("arith", "arith_ood"))
     assert default_run_id("dapo", o1, s1) == default_run_id("dapo", o2, s2)
     assert default_run_id("dapo", o1, s1) != default_run_id("dapo", *saved(seed=1))

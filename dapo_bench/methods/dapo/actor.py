@@ -24,50 +24,19 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import torch
 
+from dapo_bench.methods.dapo.config import ActorConfig
 from dapo_bench.methods.dapo.rows import AdvantageRow
 from dapo_bench.training.batches import PairBatch, pack_pairs, sequence_logprobs
-from dapo_bench.training.engine import ONE_PROCESS, EngineConfig, OptimConfig, make_engine
+from dapo_bench.training.engine import ONE_PROCESS, EngineConfig, make_engine
 from dapo_bench.training.loop import LoopStats, LossOut, train_loop
 from dapo_bench.training.scope import Scope
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel
-
-
-@dataclass(frozen=True)
-class ActorConfig:
-    """Actor settings.
-
-    optim: the optimiser (optim.lr, optim.grad_clip, ...); epochs: passes over the kept states
-    (few: the data is off-policy); batch_actions: actions per optimizer step (whole states, so a
-    batch may hold more when one state alone has more); max_length: token cap per sequence.
-    stop_tol, stop_window: the paper's stopping rule ("stop when the batch mean of |log
-    pi_theta/pi_ref| converges"): stop when the mean of the last ``stop_window`` steps' batch
-    mean |log-ratio| differs from the mean of the ``stop_window`` steps before them by less
-    than ``stop_tol`` (nats); 0 = off (train ``epochs``). The stage records ``stop_step``.
-    """
-
-    epochs: int = 1
-    batch_actions: int = 64
-    max_length: int = 4096
-    optim: OptimConfig = field(default_factory=lambda: OptimConfig(lr=1e-6))
-    stop_tol: float = 0.0
-    stop_window: int = 10
-
-    def __post_init__(self) -> None:
-        if not self.stop_tol >= 0:
-            raise ValueError(f"stop_tol must be >= 0 (0 = off), got {self.stop_tol}")
-        if self.stop_window < 1:
-            raise ValueError(f"stop_window must be >= 1, got {self.stop_window}")
-        if self.epochs < 1:
-            raise ValueError(f"epochs must be >= 1, got {self.epochs}")
-        if self.batch_actions < 1:
-            raise ValueError(f"batch_actions must be >= 1, got {self.batch_actions}")
 
 
 def dapo_actor_loss(

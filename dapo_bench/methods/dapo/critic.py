@@ -20,14 +20,14 @@ Not covered: value heads on several positions (one per state), LoRA.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 
 import torch
 import torch.nn.functional as F
 
+from dapo_bench.methods.dapo.config import CriticConfig
 from dapo_bench.methods.dapo.rows import CriticExample, McRow
 from dapo_bench.training.batches import PairBatch, pack_pairs
-from dapo_bench.training.engine import ONE_PROCESS, EngineConfig, OptimConfig, make_engine
+from dapo_bench.training.engine import ONE_PROCESS, EngineConfig, make_engine
 from dapo_bench.training.loop import LoopStats, LossOut, shuffled_batches, steps_for, train_loop
 from dapo_bench.training.rollouts import StepSplitter
 from dapo_bench.training.scope import Scope
@@ -70,28 +70,6 @@ def score_values(
         if on_batch:
             on_batch(b)
     return vals
-
-
-@dataclass(frozen=True)
-class CriticConfig:
-    """Critic settings.
-
-    model: backbone to start from ("" = the current pi_ref); optim: the optimiser (optim.lr:
-    paper 5e-6 for 7B models); epochs: passes over the labelled states (paper: 1); batch_size:
-    states per step; heldout_frac: fraction of PROBLEMS whose states are kept out of training
-    and used for the calibration report; bins: reliability bins for ECE; max_length: token cap.
-    step_labels: also train on (s + first step of each MC completion, that completion's reward):
-    one-sample labels of exactly the V(s + a_i) that stage B asks for (see ``critic_examples``).
-    """
-
-    model: str = ""
-    epochs: float = 1.0
-    batch_size: int = 32
-    heldout_frac: float = 0.1
-    bins: int = 10
-    max_length: int = 4096
-    step_labels: bool = False
-    optim: OptimConfig = field(default_factory=lambda: OptimConfig(lr=5e-6))
 
 
 def critic_examples(
