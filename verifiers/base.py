@@ -8,7 +8,7 @@ A verifier is registered under a name with a class (usually a :class:`Kind` subc
     column: str                    # the dataset column a TRL reward reads the gold from
     def __init__(self, **options)  # e.g. timeout, mode; unknown options raise UserError
     def verify(self, prediction, gold) -> Verdict
-    def verify_batch(self, predictions, golds, finished=None) -> list[Verdict]  # in order
+    def verify_batch(self, predictions, golds, *, finished=None) -> list[Verdict]  # in order
     def close(self) -> None        # release workers
 
 and, class-level, the rules of its kind that every caller asks instead of comparing names
@@ -58,7 +58,7 @@ from __future__ import annotations
 import ast
 import json
 from dataclasses import asdict, dataclass, field
-from typing import Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from dapo_bench.errors import UserError
 from dapo_bench.registry import Registry
@@ -216,6 +216,19 @@ class Kind:
         """Its worker processes, from its own pool (none here)."""
         return WorkerHealth()
 
+    if TYPE_CHECKING:
+        # The instance side (module docstring; `Verifier`) that every verifier defines itself
+        # and its callers use through ``VERIFIERS``' ``type[Kind]``: declared for the checker
+        # only, with no default, so a verifier that lacks one still fails where it is used.
+        def __init__(self, **options: Any) -> None: ...
+
+        def verify(self, prediction: Any, gold: Any) -> Verdict: ...
+
+        def verify_batch(self, predictions: list[Any], golds: list[Any], *,
+                         finished: list[bool] | None = None) -> list[Verdict]: ...
+
+        def close(self) -> None: ...
+
 
 class Verifier(Protocol):
     name: str
@@ -227,7 +240,7 @@ class Verifier(Protocol):
 
     def verify(self, prediction: Any, gold: Any) -> Verdict: ...
 
-    def verify_batch(self, predictions: list[Any], golds: list[Any],
+    def verify_batch(self, predictions: list[Any], golds: list[Any], *,
                      finished: list[bool] | None = None) -> list[Verdict]: ...
 
     def close(self) -> None: ...

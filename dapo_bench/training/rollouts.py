@@ -190,9 +190,11 @@ def sample_chunk(generator: Generator, requests: Sequence[Request], n: int, scor
     """One generate call and one score call: ``n`` scored rollouts per request."""
     sp = SamplingParams(**{**params.__dict__, "n": n})
     outs = generator.generate([r.context for r in requests], sp)
-    verdicts = iter(score([r.scored_prefix + c.text for r, cs in zip(requests, outs) for c in cs],
-                          [r.problem_id for r, cs in zip(requests, outs) for _ in cs],
-                          [c.finish_reason == "stop" for cs in outs for c in cs]))
+    scores: Sequence[Verdict | float] = score(
+        [r.scored_prefix + c.text for r, cs in zip(requests, outs) for c in cs],
+        [r.problem_id for r, cs in zip(requests, outs) for _ in cs],
+        [c.finish_reason == "stop" for cs in outs for c in cs])
+    verdicts = iter(scores)
     groups = []
     if any(c.token_ids is None for cs in outs for c in cs):
         raise RuntimeError(f"{generator.backend} backend returned no token ids: rollouts need the "

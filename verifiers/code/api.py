@@ -111,22 +111,22 @@ class _Runner:
         if not self.ok:
             return [_error_verdict("sandbox_error", f"sandbox not isolated: {self.why}", s)
                     for s in specs]
-        out: list[Verdict | None] = [refused(s) for s in specs]
-        todo = [k for k, v in enumerate(out) if v is None]
+        refusals = [refused(s) for s in specs]
+        todo = [k for k, v in enumerate(refusals) if v is None]
         tokens = {k: secrets.token_hex(16) for k in todo}
         jobs = [specs[k].job(programs[k], limits.to_dict(), tokens[k]) for k in todo]
         t0 = time.perf_counter()
         done = (lambda j: progress(todo[j])) if progress is not None else None
         raw = self.pool.run(jobs, on_done=done) if jobs else []
         wall = time.perf_counter() - t0
-        for k, (head, blobs) in zip(todo, raw):
-            secs = float(head.get("seconds", wall))
-            out[k] = grade(specs[k], head, blobs, limits, tokens[k], secs)
+        graded = {k: grade(specs[k], head, blobs, limits, tokens[k],
+                           float(head.get("seconds", wall)))
+                  for k, (head, blobs) in zip(todo, raw)}
         if progress is not None:
-            for k, v in enumerate(out):
+            for k in range(len(specs)):
                 if k not in tokens:
                     progress(k)
-        return out
+        return [graded[k] if v is None else v for k, v in enumerate(refusals)]
 
     def close(self) -> None:
         self.pool.close()

@@ -52,6 +52,7 @@ def _checks(job: dict, lim: Limits, start: int, stop: int, ch: proxy.Channel, se
     try:
         hello = ch.recv()
     except proxy.Stop:
+        assert ch.broken is not None  # recv raises Stop only once it has set why
         return all_fail(*ch.broken)
     if "load" in hello:
         return all_fail(str(hello.get("load")), str(hello.get("error", "")))

@@ -75,6 +75,7 @@ def _tests(job, lim: Limits, start: int, stop: int, outs: list[int], res_fd: int
             data = job["cases"][k].encode("utf-8", "surrogateescape")
             status, err = harness.stdio_test(code, data, out_fd)
         else:
+            assert ns is not None  # kind "call" (this process runs stdio, call and probe jobs)
             status, err, value = harness.call_test(ns, job.get("fn_name") or "", job["cases"][k],
                                                    out_fd)
         cpu = harness.cpu_used() - c0

@@ -46,9 +46,13 @@ from builtins import (  # noqa: UP029 - see harness.py: serve runs where the pro
     type,
     zip,
 )
+from typing import TYPE_CHECKING
 
 from dapo_bench.verifiers.code import harness, values, wire
 from dapo_bench.verifiers.code.values import BadValue, NotPlain
+
+if TYPE_CHECKING:
+    from typing import NoReturn
 
 _EXCEPTIONS = {n: v for n, v in vars(builtins).items()
                if isinstance(v, type) and issubclass(v, Exception)}
@@ -70,7 +74,7 @@ class Channel:
         self.broken: tuple[str, str] | None = None  # (status, error), sticky
         self._remotes: dict[int, Remote] = {}
 
-    def _break(self, status: str, error: str):
+    def _break(self, status: str, error: str) -> NoReturn:
         if self.broken is None:
             self.broken = (status, error[:300])
         raise Stop(error)
@@ -207,12 +211,12 @@ def serve(job: dict, req_fd: int, rep_fd: int, lim, hard: int) -> None:
         return k
 
     _reply(rep_fd, {"refs": [[n, index[id(ns[n])]] for n in job.get("targets", []) if n in ns]})
-    test = -1
+    test: int | None = -1  # the test the last call was for
     while True:
-        msg = wire.recv(req_fd)
-        if msg is None:
+        frame = wire.recv(req_fd)
+        if frame is None:
             return
-        msg = msg[0]
+        msg = frame[0]
         if msg.get("i") != test:
             test = msg.get("i")
             harness.cpu_budget(lim.time_s, hard)

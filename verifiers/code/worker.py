@@ -225,7 +225,9 @@ class _Job:
         if not server:
             _, wstatus, ru = os.wait4(pid, 0)
         elif killed is not None or exited:
-            wstatus, ru = self._server()[0].stop(), None
+            stopped = self._server()[0].stop()
+            assert stopped is not None  # it ran this chunk: a server to stop and a status
+            wstatus, ru = stopped, None
         os.close(r)
         os.close(pidfd)
         if prog is not None:

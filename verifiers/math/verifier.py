@@ -104,15 +104,14 @@ def _batch(predictions: Sequence, golds: Sequence, mode: str, fallback: bool, ti
                            spread)
     else:
         out = fast_many(predictions, golds, mode, fallback, finished, timeout)
-    idx = [i for i, r in enumerate(out) if isinstance(r, Pending)]
-    if workers <= 1 or len(idx) < SMALL_BATCH:
-        decided = [slow(out[i], timeout, pool) for i in idx]
+    pending = {i: r for i, r in enumerate(out) if isinstance(r, Pending)}
+    if workers <= 1 or len(pending) < SMALL_BATCH:
+        decided = [slow(p, timeout, pool) for p in pending.values()]
     else:
         with ThreadPoolExecutor(max_workers=workers) as ex:
-            decided = list(ex.map(lambda i: slow(out[i], timeout, pool), idx))
-    for i, v in zip(idx, decided):
-        out[i] = v
-    return out
+            decided = list(ex.map(lambda p: slow(p, timeout, pool), pending.values()))
+    settled = dict(zip(pending, decided))
+    return [settled[i] if isinstance(r, Pending) else r for i, r in enumerate(out)]
 
 
 def _check_args(mode: str, timeout: float) -> None:

@@ -12,7 +12,9 @@ import os
 import sys
 import threading
 import time
+from collections.abc import Callable
 from multiprocessing.connection import Connection
+from typing import Any
 
 # Pairs a worker started by WorkerPool.warm() checks before it reports ready: the ANTLR LaTeX
 # parser builds its lookahead tables lazily, so the first parses of each kind are 10-20x slower
@@ -40,7 +42,8 @@ def serve(fd: int, warm: bool = False) -> None:
     from dapo_bench.verifiers.math import symbolic  # warm import (sympy; latex2sympy on need)
     from dapo_bench.verifiers.math.item import fast_many
 
-    ops = {"compare": symbolic.full_compare, "fast": fast_many, "ping": lambda: "pong"}
+    ops: dict[str, Callable[..., Any]] = {"compare": symbolic.full_compare, "fast": fast_many,
+                                          "ping": lambda: "pong"}
     for g, p in WARM_UP if warm else ():  # the parser's tables, before the first real call
         symbolic.full_compare(g, p)
         symbolic.equal(symbolic.to_sympy(g), symbolic.to_sympy(p))  # also those exact.py decides
