@@ -3,7 +3,8 @@ package, module-level or inside a function; no import circle anywhere (between m
 folder too, and one closed by an import inside a function), in the package and in bench/; the
 verifiers import no torch; every registry is listed by ``dapo-bench list``; tests/ mirrors the
 package (a test directory per package directory, no test module left at the top but the
-whole-project ones, unique file names).
+whole-project ones, unique file names); a module name that repeats in the package means one
+thing in each place (``SHARED_NAMES``).
 
 Not covered: modules named by a string (a registry's ``modules=[...]``, which fills the registry
 on first use, and a task spec's ``source: python`` generator, see
@@ -243,3 +244,29 @@ def test_test_module_names_are_unique_across_the_tree():
     """pytest's default import mode imports a test module by its basename (no __init__.py)."""
     names = [p.name for p in TESTS.rglob("*.py") if "__pycache__" not in p.parts]
     assert sorted(names) == sorted(set(names)), sorted({n for n in names if names.count(n) > 1})
+
+
+# A module name that stands in several packages means one thing in each (issue 46: no two
+# files of one name with different meanings); a new repeat needs its shared meaning here.
+SHARED_NAMES = {
+    "__init__.py": "a package",
+    "base.py": "the package's interfaces (a backend's, a method's, a verifier's)",
+    "config.py": "settings dataclasses (how they load; DAPO's own)",
+    "audit.py": "the DAPO run audit (its CLI in commands/, its checks in methods/dapo/)",
+    "train.py": "a training run (its CLI in commands/, the run in run/)",
+    "pool.py": "a verifier kind's pool of worker processes",
+    "worker.py": "a verifier kind's worker process",
+    "report.py": "the results.json a package writes (an eval task's block; a training run's)",
+    "rows.py": "a package's row formats (DAPO's artifacts; verify's inputs and outputs)",
+    "sft.py": "supervised fine-tuning (the method; its loop)",
+    "spec.py": "a YAML spec parsed into dataclasses (a leaderboard's; a task's)",
+}
+
+
+def test_a_repeated_module_name_means_one_thing():
+    names: dict[str, list[str]] = {}
+    for _, path in modules():
+        names.setdefault(path.name, []).append(str(path.relative_to(ROOT)))
+    repeated = {n for n, paths in names.items() if len(paths) > 1}
+    assert repeated <= set(SHARED_NAMES), {n: names[n] for n in repeated - set(SHARED_NAMES)}
+    assert set(SHARED_NAMES) <= repeated, "stale: " + str(set(SHARED_NAMES) - repeated)

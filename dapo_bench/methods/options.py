@@ -2,7 +2,7 @@
 
 On the methods' floor, so that ``RunContext.opts`` and every method and stage can name the
 type they read; how the options are resolved and checked before a run writes anything
-(the model, the eval tasks, every name and number) is ``run.options``.
+(the model, the eval tasks, every name and number) is ``run.resolve``.
 """
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ import torch
 
 from dapo_bench.methods.base import MethodOutput, register_method
 from dapo_bench.methods.context import RunContext
-from dapo_bench.methods.online import run_online
+from dapo_bench.methods.online_stage import run_online
 from dapo_bench.training.batches import PairBatch, token_logprobs
 from dapo_bench.training.engine import OptimConfig, make_engine
 from dapo_bench.training.loop import LossOut

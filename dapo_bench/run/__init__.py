@@ -11,8 +11,8 @@ bookkeeping.
 Not covered: several runs in one process at once.
 """
 
-from dapo_bench.run.options import RunOptions, resolve_config, resolve_options, task_spec
 from dapo_bench.run.report import summary_lines
+from dapo_bench.run.resolve import RunOptions, resolve_config, resolve_options, task_spec
 from dapo_bench.run.train import run_training
 
 __all__ = ["RunOptions", "resolve_config", "resolve_options", "run_training", "summary_lines",

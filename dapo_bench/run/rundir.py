@@ -18,7 +18,7 @@ from dapo_bench.config import flag
 from dapo_bench.errors import UserError
 from dapo_bench.io import atomic_write_json, read_json
 from dapo_bench.methods.base import MethodSpec
-from dapo_bench.run.options import RunOptions
+from dapo_bench.run.resolve import RunOptions
 
 # options that change nothing a run computes: a resumed run may differ in them (micro_batch
 # changes memory, not the update: the same run to float rounding; --threads the speed, to float

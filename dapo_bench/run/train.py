@@ -1,6 +1,6 @@
 """``run_training(method, opts, ...)``: one training run, start to end.
 
-1. checks every option and resolves the config (``run.options``) BEFORE anything is written,
+1. checks every option and resolves the config (``run.resolve``) BEFORE anything is written,
    then claims ``runs/<run-id>/`` with ``config.json`` (``run.rundir``);
 2. loads the reference policy once (a ``models.Policy``, handed to the run's context) and runs
    the method, whose stages go through ``ctx.run_stage`` (``methods.context``), inside the
@@ -28,7 +28,7 @@ from dapo_bench.methods.base import MethodSpec
 from dapo_bench.methods.canaries import CanaryHook
 from dapo_bench.methods.context import Hook, RunContext
 from dapo_bench.nodes import check_shared_dir
-from dapo_bench.run.options import RunOptions, resolve_config, resolve_options
+from dapo_bench.run.resolve import RunOptions, resolve_config, resolve_options
 from dapo_bench.run.rundir import claim_run_dir, default_run_id
 from dapo_bench.training.scope import Meter
 

@@ -316,7 +316,7 @@ class OnlineRun:
 def online_trainer(fn: Callable[..., list[dict]]) -> Callable[..., list[dict]]:
     """``fn(policy, problems, cfg, run: OnlineRun)`` as ``train(policy, problems, cfg, *,
     scope, score, seed=0, engine_cfg=ONE_PROCESS, on_log=None, watch=None)``:
-    the one signature of the online trainers (``methods.online.run_online`` calls it)."""
+    the one signature of the online trainers (``methods.online_stage.run_online`` calls it)."""
     import functools
 
     from dapo_bench.training.engine import ONE_PROCESS
