@@ -1,15 +1,18 @@
 """``dapo-bench eval``: evaluate a model on tasks or suites; see README "Evaluating a model".
 
-The served model's flags (``--base-url``, ``--api``, ...) are not written here: each is a
-``ServedOptions`` field, declared once with its help (``generation.openai_options``), and
+Every flag is declared once, a dataclass field with its help: what to evaluate and how
+(``--tasks``, ``--limit``, ...) is an :class:`EvalOptions` field, here, the served model's
+(``--base-url``, ``--api``, ...) a ``ServedOptions`` field (``generation.openai_options``), and
 ``commands.common.with_options`` makes the flags from the fields.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import sys
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
 import typer
 
@@ -18,14 +21,13 @@ from dapo_bench.commands.common import (
     examples,
     options_of,
     quiet_accelerator_probe,
-    split_names,
     with_options,
 )
+from dapo_bench.config import option
 from dapo_bench.generation.openai_options import ServedOptions
 from dapo_bench.methods.options import MAX_NEW_TOKENS_HELP
 from dapo_bench.telemetry import REPORT_TO_HELP
 
-Opt = typer.Option
 EXAMPLES = examples("""
     dapo-bench eval --tasks arith --limit 20          # the embedded toy, offline, seconds
     dapo-bench eval --suite math --model Qwen/Qwen2.5-Math-1.5B-Instruct --limit 100
@@ -33,44 +35,50 @@ EXAMPLES = examples("""
 """)
 
 
-def register(app: typer.Typer, served_cls: type = ServedOptions) -> None:
-    """Add ``eval`` to *app*, its served-model flags made from *served_cls*' fields
-    (``ServedOptions``; the tests pass a subclass with a field added)."""
+@dataclass(frozen=True)
+class EvalOptions:
+    """What ``dapo-bench eval`` evaluates and how (the served model's flags are
+    ``ServedOptions``'). Each field is declared once, here, with its help: it is an ``eval``
+    flag (:func:`register` makes the flags from the fields) and a row of docs/tasks.md's eval
+    options table (``config.options_table``; tests/commands/test_eval_options.py keeps the two
+    equal)."""
 
-    def eval_cmd(
-        suite: Annotated[str | None, Opt(
-            "--suite",
-            help="a suite of tasks: math | code | arith | all (see 'dapo-bench list')")] = None,
-        tasks: Annotated[list[str] | None, Opt(
-            "--tasks", metavar=NAMES, help="tasks, comma-separated or repeated")] = None,
-        model: Annotated[str | None, Opt(
-            "--model", help="model directory or hub id (default: the tasks' default_model, "
-            "e.g. arith's shipped policy); openai: the name the server knows (default: its "
-            "only model)")] = None,
-        backend: Annotated[str, Opt(
-            help="generator backend: hf | vllm | openai (a served model, docs/tasks.md)")] = "hf",
-        n: Annotated[int, Opt("--n", help="samples per problem (n > 1 needs --temperature)")] = 1,
-        temperature: Annotated[float, Opt(help="0 = greedy")] = 0.0,
-        top_p: Annotated[float, Opt("--top-p", help="nucleus sampling mass")] = 1.0,
-        max_new_tokens: Annotated[int | None, Opt(
-            "--max-new-tokens", help=MAX_NEW_TOKENS_HELP)] = None,
-        limit: Annotated[int | None, Opt(help="first N problems of each task")] = None,
-        data_dir: Annotated[Path | None, Opt(
-            "--data-dir", help="local benchmark files: DIR/math/gsm8k.jsonl, DIR/code/...")] = None,
-        data_file: Annotated[list[str] | None, Opt(
-            "--data-file", metavar="TASK=PATH",
-            help="a task's own JSONL/JSON/parquet file (repeat)")] = None,
-        out: Annotated[Path, Opt("--out", help="parent directory of run dirs")] = Path("runs"),
-        run_id: Annotated[str | None, Opt(
-            "--run-id", help="run directory name; reuse one to resume it")] = None,
-        seed: Annotated[int, Opt(help="sampling seed")] = 0,
-        batch_size: Annotated[int, Opt("--batch-size", help="generator batch (rows)")] = 64,
-        threads: Annotated[int | None, Opt(
-            "--threads", help="hf: torch threads (default 1 for the arith reference policy)")] = None,
-        quiet: Annotated[bool, Opt(help="plain log lines, no progress bars")] = False,
-        report_to: Annotated[str, Opt("--report-to", help=REPORT_TO_HELP)] = "none",
-        **served_values: Any,
-    ) -> None:
+    suite: str | None = option(
+        None, "a suite of tasks: math | code | arith | all (see 'dapo-bench list')")
+    tasks: tuple[str, ...] = option((), "tasks, comma-separated or repeated", metavar=NAMES)
+    model: str | None = option(
+        None, "model directory or hub id (default: the tasks' default_model, e.g. arith's "
+        "shipped policy); openai: the name the server knows (default: its only model)")
+    backend: str = option(
+        "hf", "generator backend: hf | vllm | openai (a served model, docs/tasks.md)")
+    n: int = option(1, "samples per problem (n > 1 needs --temperature)")
+    temperature: float = option(0.0, "0 = greedy")
+    top_p: float = option(1.0, "nucleus sampling mass")
+    max_new_tokens: int | None = option(None, MAX_NEW_TOKENS_HELP)
+    limit: int | None = option(None, "first N problems of each task")
+    # option() makes a field whose default is the value given (None, a Path): immutable, though
+    # ruff cannot tell from a Path or list annotation
+    data_dir: Path | None = option(  # noqa: RUF009
+        None, "local benchmark files: DIR/math/gsm8k.jsonl, DIR/code/...")
+    # repeated, never split at commas: a path may hold one
+    data_file: list[str] | None = option(  # noqa: RUF009
+        None, "a task's own JSONL/JSON/parquet file (repeat)", metavar="TASK=PATH")
+    out: Path = option(Path("runs"), "parent directory of run dirs")  # noqa: RUF009
+    run_id: str | None = option(None, "run directory name; reuse one to resume it")
+    seed: int = option(0, "sampling seed")
+    batch_size: int = option(64, "generator batch (rows)")
+    threads: int | None = option(
+        None, "hf: torch threads (default 1 for the arith reference policy)")
+    quiet: bool = option(False, "plain log lines, no progress bars")
+    report_to: str = option("none", REPORT_TO_HELP)
+
+
+def register(app: typer.Typer, served_cls: type = ServedOptions,
+             eval_cls: type = EvalOptions) -> None:
+    """Add ``eval`` to *app*, its flags made from *eval_cls*' fields (``EvalOptions``) and then
+    *served_cls*' (``ServedOptions``); the tests pass subclasses with a field added."""
+
+    def eval_cmd(**values: Any) -> None:
         """Evaluate a model: runs/<run-id>/results.json + samples.jsonl (rerun to resume)."""
         from rich.console import Console
 
@@ -83,6 +91,15 @@ def register(app: typer.Typer, served_cls: type = ServedOptions) -> None:
         from dapo_bench.tasks import resolve_tasks
         from dapo_bench.telemetry import check_report_to, eval_metrics, recording
 
+        o = options_of(eval_cls, {f.name: values.pop(f.name)
+                                  for f in dataclasses.fields(eval_cls)})
+        served = options_of(served_cls, values)
+        suite, model, backend, n, temperature, top_p = (
+            o.suite, o.model, o.backend, o.n, o.temperature, o.top_p)
+        max_new_tokens, limit, data_dir, out, run_id = (
+            o.max_new_tokens, o.limit, o.data_dir, o.out, o.run_id)
+        seed, batch_size, threads, quiet, report_to = (
+            o.seed, o.batch_size, o.threads, o.quiet, o.report_to)
         # every option is checked before anything is loaded or written
         check_report_to(report_to)
         check_sampling(n, temperature, top_p, max_new_tokens, limit)
@@ -92,16 +109,15 @@ def register(app: typer.Typer, served_cls: type = ServedOptions) -> None:
         if run_id is not None:
             check_run_id(run_id)
         check_out_dir(out)
-        names = resolve_tasks(suite, split_names(tasks, "--tasks"))
+        names = resolve_tasks(suite, list(o.tasks))
         files = {}
-        for item in data_file or ():
+        for item in o.data_file or ():
             name, sep, path = item.partition("=")
             if not sep or not path:
                 raise UserError(f"--data-file {item!r}: expected TASK=PATH")
             if name not in names:
                 raise UserError(f"--data-file {item!r}: task {name!r} is not being evaluated")
             files[name] = path
-        served = options_of(served_cls, served_values)
         gen = None
         if backend == "openai":  # the server is asked now: a wrong flag stops before any write
             gen = served.generator(model)
@@ -145,7 +161,7 @@ def register(app: typer.Typer, served_cls: type = ServedOptions) -> None:
             Console().print(summary_table(results))
             Console(stderr=True).print(f"wrote {run_dir / 'results.json'} and samples.jsonl")
 
-    app.command("eval", epilog=EXAMPLES)(with_options(eval_cmd, served_cls))
+    app.command("eval", epilog=EXAMPLES)(with_options(eval_cmd, eval_cls, served_cls))
 
 
 def _settings(names, model, backend, n, temperature, top_p, max_new_tokens, seed, limit,
