@@ -5,19 +5,14 @@ added to the class is a flag, a table row and a value the command reads with not
 written. No model is loaded here."""
 
 import dataclasses
-import re
-from pathlib import Path
 
-import typer
+from _eval_cli import assert_docs_table, assert_each_field_in_help, eval_cli, eval_help
 from typer.testing import CliRunner
 
 from dapo_bench.commands import eval as eval_command
 from dapo_bench.commands.common import options_of
 from dapo_bench.commands.eval import EvalOptions
-from dapo_bench.config import flag, option, options_table
-from dapo_bench.generation.openai_options import ServedOptions
-
-TASKS_DOC = Path(__file__).resolve().parents[2] / "docs" / "tasks.md"
+from dapo_bench.config import option, options_table
 
 
 @dataclasses.dataclass(frozen=True)
@@ -25,33 +20,14 @@ class WithKnob(EvalOptions):
     warp_factor: int = option(3, "how far to warp each problem (a new knob)", metavar="N")
 
 
-def eval_cli(eval_cls: type = EvalOptions) -> typer.Typer:
-    cli = typer.Typer(rich_markup_mode=None, pretty_exceptions_enable=False)  # as the CLI's
-    eval_command.register(cli, ServedOptions, eval_cls)
-    cli.command("noop")(lambda: None)  # a second command keeps "eval" a sub-command
-    return cli
-
-
-def eval_help(eval_cls: type = EvalOptions) -> str:
-    res = CliRunner().invoke(eval_cli(eval_cls), ["eval", "--help"], terminal_width=200)
-    return " ".join(res.output.split())
 
 
 def test_docs_tasks_md_renders_the_eval_options_table_from_the_fields():
-    found = re.search(r"<!-- options: rendered from EvalOptions[^\n]*-->\n(.*?)<!-- /options -->",
-                      TASKS_DOC.read_text(), re.DOTALL)
-    assert found, "docs/tasks.md lost the markers around eval's options table"
-    assert found[1] == options_table(EvalOptions), (
-        "docs/tasks.md's eval options table differs from EvalOptions: regenerate it with "
-        "dapo_bench.config.options_table(dapo_bench.commands.eval.EvalOptions)")
+    assert_docs_table(EvalOptions)
 
 
 def test_eval_help_shows_each_eval_field_with_its_help_before_the_served_ones():
-    shown = eval_help()
-    for f in dataclasses.fields(EvalOptions):
-        assert f.metadata.get("help"), f"EvalOptions.{f.name} has no help"
-        assert flag(f.name) + " " in shown, f.name
-        assert " ".join(f.metadata["help"].split()) in shown, f.name
+    shown = assert_each_field_in_help(EvalOptions)
     assert shown.index("--report-to ") < shown.index("--base-url ")
 
 
@@ -81,14 +57,14 @@ def options_read(monkeypatch, eval_cls: type, args: list[str]) -> EvalOptions:
 
     monkeypatch.setattr(eval_command, "options_of", recorded)
     monkeypatch.setattr("dapo_bench.telemetry.check_report_to", stop)
-    res = CliRunner().invoke(eval_cli(eval_cls), ["eval", *args])
+    res = CliRunner().invoke(eval_cli(eval_cls=eval_cls), ["eval", *args])
     assert isinstance(res.exception, _Reached), res.output
     return made[0]
 
 
 def test_a_field_added_once_is_an_eval_flag_a_table_row_and_a_value(monkeypatch, tmp_path):
     assert "--warp-factor N how far to warp each problem (a new knob) [default: 3]" in (
-        eval_help(WithKnob))
+        eval_help(eval_cls=WithKnob))
     assert "| `--warp-factor N` | `3` | how far to warp each problem (a new knob) |" in (
         options_table(WithKnob))
     opts = options_read(monkeypatch, WithKnob, ["--out", str(tmp_path), "--warp-factor", "9"])

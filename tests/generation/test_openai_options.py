@@ -4,20 +4,15 @@ generator's keywords and docs/tasks.md's table of them are made from the fields,
 added to the class is all of these with nothing else written. No server is started here."""
 
 import dataclasses
-import re
-from pathlib import Path
 
 import pytest
-import typer
+from _eval_cli import assert_docs_table, assert_each_field_in_help, eval_cli, eval_help
 from typer.testing import CliRunner
 
-from dapo_bench.commands import eval as eval_command
 from dapo_bench.config import flag, option, options_table
 from dapo_bench.errors import UserError
 from dapo_bench.generation import openai_options
 from dapo_bench.generation.openai_options import ServedOptions
-
-TASKS_DOC = Path(__file__).resolve().parents[2] / "docs" / "tasks.md"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -25,33 +20,15 @@ class WithKnob(ServedOptions):
     warp_factor: int | None = option(None, "openai: how far to warp each request (a new knob)")
 
 
-def eval_cli(served_cls: type = ServedOptions) -> typer.Typer:
-    cli = typer.Typer(rich_markup_mode=None, pretty_exceptions_enable=False)  # as the CLI's
-    eval_command.register(cli, served_cls)
-    cli.command("noop")(lambda: None)  # a second command keeps "eval" a sub-command
-    return cli
-
-
-def eval_help(served_cls: type = ServedOptions) -> str:
-    res = CliRunner().invoke(eval_cli(served_cls), ["eval", "--help"], terminal_width=200)
-    return " ".join(res.output.split())
 
 
 def test_docs_tasks_md_renders_the_served_options_table_from_the_fields():
-    found = re.search(r"<!-- options: rendered from ServedOptions[^\n]*-->\n(.*?)<!-- /options -->",
-                      TASKS_DOC.read_text(), re.DOTALL)
-    assert found, "docs/tasks.md lost the markers around the served model's options table"
-    assert found[1] == options_table(ServedOptions), (
-        "docs/tasks.md's served options table differs from ServedOptions: regenerate it with "
-        "dapo_bench.config.options_table(ServedOptions)")
+    assert_docs_table(ServedOptions)
 
 
 def test_eval_help_shows_each_served_field_with_its_help():
-    shown = eval_help()
-    for f in dataclasses.fields(ServedOptions):
-        assert f.metadata.get("help"), f"ServedOptions.{f.name} has no help"
-        assert f"{flag(f.name)} <" in shown, f.name
-        assert " ".join(f.metadata["help"].split()) in shown, f.name
+    shown = assert_each_field_in_help(ServedOptions)
+    assert all(f"{flag(f.name)} <" in shown for f in dataclasses.fields(ServedOptions))  # <type>
 
 
 def test_given_names_the_flags_set_in_declaration_order():
