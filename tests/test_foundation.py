@@ -72,6 +72,29 @@ def test_jsonl_errors_name_file_and_line(tmp_path):
         read_jsonl(p)
 
 
+def test_read_jsonl_makes_rows_with_the_collector_paused(tmp_path):
+    """An artifact's rows are built with the cyclic collector off (each full collection
+    rescans the whole heap) and it is back as it was afterwards, a bad line included."""
+    import gc
+
+    p = tmp_path / "x.jsonl"
+    p.write_text('{"a": 1}\n{"a": 2}\n')
+    seen = []
+    assert read_jsonl(p, lambda r: seen.append(gc.isenabled()) or r["a"]) == [1, 2]
+    assert seen == [False, False] and gc.isenabled()
+    p.write_text('{"a": 1}\n{"a": \n')
+    with pytest.raises(UserError, match=r"x.jsonl:2"):
+        read_jsonl(p)
+    assert gc.isenabled()
+    gc.disable()
+    try:  # a caller that turned it off keeps it off
+        p.write_text('{"a": 1}\n{"a": ')  # a cut tail, ignored
+        assert read_jsonl(p, allow_partial_tail=True) == [{"a": 1}]
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
 def test_appender_repairs_a_cut_tail(tmp_path):
     p = tmp_path / "log.jsonl"
     p.write_text('{"i": 0}\n{"i": 1')  # killed mid-write

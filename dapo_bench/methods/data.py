@@ -184,7 +184,7 @@ def rollout_stage(ctx: RunContext, cfg: OfflineSampling) -> tuple[list[Group], d
     info = ctx.run_stage("rollouts", work)
     ctx.log(f"rollouts: {info['problems']} problems, {info['samples']} samples, "
             f"accuracy {info['sample_acc']:.3f}")
-    return [group_from_row(r) for r in read_jsonl(path)], prompts
+    return read_jsonl(path, group_from_row), prompts
 
 
 def as_groups(groups: list[Group], prompts: dict[str, tuple[int, ...]]

@@ -129,7 +129,7 @@ def states(ctx: RunContext, cfg: DapoConfig, problems: list[TrainProblem], d: Pa
     splitter = StepSplitter(ctx.tokenizer)
     out: list[State] = []
     seen, kept, kept_ok, unsolved = set(), 0, 0.0, 0
-    rows = [group_from_row(r) for r in read_jsonl(d / "rollouts.jsonl")]
+    rows = read_jsonl(d / "rollouts.jsonl", group_from_row)
     for g in rows:
         p = by_id[g.problem_id]
         if cfg.solved_only and not any(g.passed):
@@ -161,7 +161,7 @@ def states(ctx: RunContext, cfg: DapoConfig, problems: list[TrainProblem], d: Pa
 
 def mc_labels(ctx: RunContext, cfg: DapoConfig, policy: Policy, scorer: Scorer, d: Path,
               stage: str, k: int) -> dict:
-    sts = {s.key: s for s in map(State.from_row, read_jsonl(d / "states.jsonl"))}
+    sts = {s.key: s for s in read_jsonl(d / "states.jsonl", State.from_row)}
     reqs = [Request(key, s.problem_id, s.ids, s.prefix) for key, s in sts.items()]
     gen = ctx.generator(policy)
     chunks: dict = {}
@@ -227,8 +227,8 @@ def critic(ctx: RunContext, cfg: DapoConfig, policy: Policy, d: Path, stage: str
     from dapo_bench.models import count_params, load_policy
     from dapo_bench.training.value import ValueModel
 
-    prompts = {s.key: s.prompt_ids for s in map(State.from_row, read_jsonl(d / "states.jsonl"))}
-    data = critic_examples([McRow.from_row(r) for r in read_jsonl(d / "mc.jsonl")], prompts,
+    prompts = {s.key: s.prompt_ids for s in read_jsonl(d / "states.jsonl", State.from_row)}
+    data = critic_examples(read_jsonl(d / "mc.jsonl", McRow.from_row), prompts,
                            StepSplitter(ctx.tokenizer), step_labels=cfg.critic.step_labels)
     frac = cfg.critic.heldout_frac
     train = [x for x in data if not _heldout(x.problem_id, frac)]
@@ -266,8 +266,8 @@ def advantages(ctx: RunContext, cfg: DapoConfig, d: Path, stage: str) -> dict:
 
     est = VALUE_ESTIMATORS.entry(cfg.advantage)
     splitter = StepSplitter(ctx.tokenizer)
-    sts = {s.key: s for s in map(State.from_row, read_jsonl(d / "states.jsonl"))}
-    rows = [McRow.from_row(r) for r in read_jsonl(d / "mc.jsonl")]
+    sts = {s.key: s for s in read_jsonl(d / "states.jsonl", State.from_row)}
+    rows = read_jsonl(d / "mc.jsonl", McRow.from_row)
     cands = [candidates_from_completions(r.completions, splitter) for r in rows]
 
     def state_ids(r: McRow) -> tuple:
@@ -330,7 +330,7 @@ def _reference(ctx: RunContext, model: PreTrainedModel, tok: PreTrainedTokenizer
 
 def actor(ctx: RunContext, cfg: DapoConfig, policy: Policy, d: Path, stage: str) -> dict:
     from dapo_bench.methods.dapo.actor import dapo_actor_loss, reference_logprobs, train_actor
-    sts = [AdvantageRow.from_row(r) for r in read_jsonl(d / "advantages.jsonl")]
+    sts = read_jsonl(d / "advantages.jsonl", AdvantageRow.from_row)
     model, tok = policy.model, policy.tokenizer  # pi_ref, trained in place into the actor
     ref = _reference(ctx, model, tok, sts, cfg, d, policy, stage)
     ctx.scope(stage).charge_inf(ref.tokens)
