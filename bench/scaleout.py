@@ -10,6 +10,9 @@ of the two runs are identical (they must be: a chunk's samples depend only on it
 
 The peer is the same pipeline on one rank: the ratio is what a second rank buys. Measure on a
 quiet machine (the speed-up of 2 ranks needs 2 free cores); the first line prints the load.
+``--repeats K`` makes K pairs, interleaved (1 rank, N ranks, 1 rank, ...), so that a slow
+spell of the machine falls on both sides; it prints every pair's speed-ups and, per stage, the
+median seconds of each side and their ratio.
 Not covered: GPUs (see ``bench/gpu_check.sh``), several nodes.
 """
 
@@ -62,6 +65,16 @@ def _seconds(run: Path) -> dict[str, float]:
     return {s: json.loads((run / "stages" / f"{s}.json").read_text())["seconds"] for s in STAGES}
 
 
+def _median(xs: list[float]) -> float:
+    xs = sorted(xs)
+    return (xs[(len(xs) - 1) // 2] + xs[len(xs) // 2]) / 2
+
+
+def _same(a: Path, b: Path) -> bool:
+    return all((a / "it1" / f).read_bytes() == (b / "it1" / f).read_bytes()
+               for f in ("rollouts.jsonl", "mc.jsonl", "advantages.jsonl"))
+
+
 def main(
     problems: Annotated[int, typer.Option(help="training problems (toy preset otherwise)")] = 256,
     ranks: Annotated[int, typer.Option(help="ranks of the second run")] = 2,
@@ -71,24 +84,35 @@ def main(
     set_: Annotated[list[str] | None, typer.Option(
         "--set", help="more DAPO settings, key=value (repeatable), e.g. gen_chunk=32")] = None,
     deepspeed: Annotated[str, typer.Option(help="training engine: none | zero0..zero3")] = "none",
+    repeats: Annotated[int, typer.Option(help="pairs of runs, interleaved; medians")] = 1,
 ) -> None:
     """Time the toy DAPO pipeline on 1 and on N ranks; print per-stage speed-ups."""
     shutil.rmtree(out, ignore_errors=True)
     print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores; "
           f"{problems} problems, 1 vs {ranks} ranks, 1 torch thread each"
-          f"{', ' + ' '.join(set_) if set_ else ''}, engine {deepspeed}", flush=True)
+          f"{', ' + ' '.join(set_) if set_ else ''}, engine {deepspeed}, {repeats} pair(s)",
+          flush=True)
     sets = list(set_ or [])
-    wall1 = _train(out, "one", 1, problems, eval_limit, sets, deepspeed)
-    walln = _train(out, "many", ranks, problems, eval_limit, sets, deepspeed)
-    one, many = _seconds(out / "one"), _seconds(out / "many")
-    print(f"| stage | 1 rank (s) | {ranks} ranks (s) | speed-up |")
-    print("|---|---|---|---|")
-    for s in STAGES:
-        print(f"| {s} | {one[s]:.1f} | {many[s]:.1f} | {one[s] / max(many[s], 1e-9):.2f}x |")
-    print(f"| whole command | {wall1:.1f} | {walln:.1f} | {wall1 / walln:.2f}x |")
-    same = all((out / "one" / "it1" / f).read_bytes() == (out / "many" / "it1" / f).read_bytes()
-               for f in ("rollouts.jsonl", "mc.jsonl", "advantages.jsonl"))
-    print(f"merged rollouts, MC labels and advantages identical to one process: {same}")
+    pairs = []  # (one's seconds, many's seconds, identical artifacts) per pair
+    for k in range(repeats):
+        tag = f"-{k + 1}" if repeats > 1 else ""
+        wall1 = _train(out, "one" + tag, 1, problems, eval_limit, sets, deepspeed)
+        walln = _train(out, "many" + tag, ranks, problems, eval_limit, sets, deepspeed)
+        one, many = _seconds(out / f"one{tag}"), _seconds(out / f"many{tag}")
+        one["whole command"], many["whole command"] = wall1, walln
+        pairs.append((one, many, _same(out / f"one{tag}", out / f"many{tag}")))
+        print(f"pair {k + 1}: load average {os.getloadavg()[0]:.2f}", flush=True)
+    runs = " | ".join(f"pair {k + 1}" for k in range(repeats))
+    print(f"| stage | {runs} | 1 rank, median (s) | {ranks} ranks, median (s) | speed-up |")
+    print("|---|" + "---|" * (repeats + 3))
+    for s in (*STAGES, "whole command"):
+        each = " | ".join(f"{o[s]:.1f} -> {m[s]:.1f} s, {o[s] / max(m[s], 1e-9):.2f}x"
+                          for o, m, _ in pairs)
+        med1, medn = _median([o[s] for o, _, _ in pairs]), _median([m[s] for _, m, _ in pairs])
+        print(f"| {s} | {each} | {med1:.1f} | {medn:.1f} | {med1 / max(medn, 1e-9):.2f}x |")
+    same = [ok for _, _, ok in pairs]
+    print(f"merged rollouts, MC labels and advantages identical to one process: {all(same)}"
+          + (f" ({sum(same)} of {len(same)} pairs)" if len(same) > 1 else ""))
 
 
 if __name__ == "__main__":
