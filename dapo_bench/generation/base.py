@@ -38,6 +38,10 @@ Prompt = Union[str, Sequence[int]]  # noqa: UP007 (a runtime alias on Python 3.1
 
 @dataclass(frozen=True)
 class SamplingParams:
+    """How to sample; checked when made, so that every backend (a plug-in's too) gets only
+    settings it can honour: n >= 1, temperature >= 0 (0 = greedy), top_p in (0, 1],
+    max_new_tokens >= 0."""
+
     n: int = 1
     temperature: float = 0.0  # 0 = greedy
     top_p: float = 1.0
@@ -45,6 +49,16 @@ class SamplingParams:
     stop: tuple[str, ...] = ()
     seed: int = 0
     logprobs: bool = False
+
+    def __post_init__(self) -> None:
+        if self.n < 1:
+            raise UserError(f"sampling: n must be >= 1, got {self.n}")
+        if self.temperature < 0:
+            raise UserError(f"sampling: temperature must be >= 0, got {self.temperature}")
+        if not 0 < self.top_p <= 1:
+            raise UserError(f"sampling: top_p must be in (0, 1], got {self.top_p}")
+        if self.max_new_tokens < 0:
+            raise UserError(f"sampling: max_new_tokens must be >= 0, got {self.max_new_tokens}")
 
 
 @dataclass
@@ -104,17 +118,6 @@ class Generator(ABC):
     def provenance(self) -> dict[str, Any] | None:
         """What results.json records about the backend beyond the model (None: nothing)."""
         return None
-
-
-def check_params(params: SamplingParams) -> None:
-    if params.n < 1:
-        raise UserError(f"sampling: n must be >= 1, got {params.n}")
-    if params.temperature < 0:
-        raise UserError(f"sampling: temperature must be >= 0, got {params.temperature}")
-    if not 0 < params.top_p <= 1:
-        raise UserError(f"sampling: top_p must be in (0, 1], got {params.top_p}")
-    if params.max_new_tokens < 0:
-        raise UserError(f"sampling: max_new_tokens must be >= 0, got {params.max_new_tokens}")
 
 
 def row_seed(seed: int, prompt: str, occurrence: int, sample: int) -> int:

@@ -46,7 +46,6 @@ from dapo_bench.generation.base import (
     Generator,
     Prompt,
     SamplingParams,
-    check_params,
     cut_at_stop,
     encode_prompts,
     row_seeds,
@@ -162,7 +161,6 @@ class HFGenerator(Generator):
 
     @torch.inference_mode()
     def generate(self, prompts: list[Prompt], params: SamplingParams) -> list[list[Completion]]:
-        check_params(params)
         enc, keys = encode_prompts(self._tok, prompts)
         enc = [e or [self._tok.eos_token_id] for e in enc]
         seeds = row_seeds(params.seed, keys, params.n)

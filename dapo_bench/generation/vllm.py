@@ -53,7 +53,6 @@ from dapo_bench.generation.base import (
     Generator,
     Prompt,
     SamplingParams,
-    check_params,
     encode_prompts,
     row_seeds,
 )
@@ -250,7 +249,6 @@ class VLLMGenerator(Generator):
         )
 
     def generate(self, prompts: list[Prompt], params: SamplingParams) -> list[list[Completion]]:
-        check_params(params)
         self.last_prompt_tokens = 0
         self.last_generated_tokens = 0
         if not prompts:

@@ -108,9 +108,10 @@ def test_stop_string_truncates_and_stops_early(gen):
 def test_max_new_tokens_zero_and_bad_params(gen):
     out = gen.generate(["1+1\n"], SamplingParams(max_new_tokens=0, n=2))
     assert [(c.text, c.n_tokens, c.finish_reason) for c in out[0]] == [("", 0, "length")] * 2
+    # settings no backend can honour are refused when made, before any backend sees them
     for bad in ({"n": 0}, {"temperature": -1.0}, {"top_p": 0.0}, {"max_new_tokens": -1}):
-        with pytest.raises(UserError):
-            gen.generate(["1\n"], SamplingParams(**bad))
+        with pytest.raises(UserError, match=f"sampling: {next(iter(bad))} must be"):
+            SamplingParams(**bad)
 
 
 def test_n_samples_share_prefix_seeded_and_valid(model_dir, gen):
