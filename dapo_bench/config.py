@@ -7,8 +7,10 @@ field. ``to_dict`` gives the resolved config that every run saves beside its art
 
 Command-line options are declared the same way, once: a frozen dataclass whose fields are made
 with :func:`option` (a default and its help) is a command's flags (``commands.common``
-makes them) and a docs table (:func:`options_table`); ``methods.options.RunOptions`` (train)
-and ``generation.openai_options.ServedOptions`` (eval's served model) are such classes.
+makes them) and a docs table (:func:`options_table`); every command's flags are such classes
+(``methods.options.RunOptions`` for train, ``commands.eval.EvalOptions`` and
+``generation.openai_options.ServedOptions`` for eval, ``ServeOptions``, ``VerifyOptions`` ...
+beside the other commands).
 """
 
 from __future__ import annotations
@@ -31,17 +33,32 @@ if TYPE_CHECKING:
 C = TypeVar("C", bound="DataclassInstance")
 
 
-def option(default: Any, help: str, *, metavar: str | None = None) -> Any:
+def option(default: Any, help: str, *, metavar: str | None = None,
+           flag: str | None = None) -> Any:
     """A dataclass field that is a command-line flag: ``--`` and the field's name with dashes
-    (:func:`flag`), this help and metavar, the field's default. A ``bool`` field is a
-    ``--x/--no-x`` switch; a ``tuple[str, ...]`` field a name list (comma-separated or
-    repeated)."""
-    return dataclasses.field(default=default, metadata={"help": help, "metavar": metavar})
+    (:func:`flag`), or *flag* where the name cannot say it (``as_json`` is ``--json``), this
+    help and metavar, the field's default. A ``bool`` field is a ``--x/--no-x`` switch; a
+    ``tuple[str, ...]`` field a name list (comma-separated or repeated)."""
+    return dataclasses.field(default=default,
+                             metadata={"help": help, "metavar": metavar, "flag": flag})
 
 
 def flag(name: str) -> str:
     """A field's flag: ``eval_max_new_tokens`` -> ``--eval-max-new-tokens``."""
     return "--" + name.replace("_", "-")
+
+
+def field_flag(f: dataclasses.Field) -> str:
+    """The flag of a field declared with :func:`option`: its own (``flag=``), else
+    :func:`flag` of its name."""
+    return f.metadata.get("flag") or flag(f.name)
+
+
+def field_switch(f: dataclasses.Field, tp: Any) -> str:
+    """How the flag of a field of type *tp* is declared: :func:`field_flag`, and for a ``bool``
+    its ``--no-`` twin as well (``--json/--no-json``)."""
+    name = field_flag(f)
+    return f"{name}/--no-{name[2:]}" if tp is bool else name
 
 
 def options_table(cls: type) -> str:
@@ -54,10 +71,8 @@ def options_table(cls: type) -> str:
         return text.replace("|", "\\|")
 
     for f in dataclasses.fields(cls):
-        name = flag(f.name)
-        if hints[f.name] is bool:
-            name = f"{name}/--no-{name[2:]}"
-        elif f.metadata.get("metavar"):
+        name = field_switch(f, hints[f.name])
+        if hints[f.name] is not bool and f.metadata.get("metavar"):
             name = f"{name} {f.metadata['metavar']}"
         default = "-" if f.default in (None, ()) else f"`{f.default}`"
         rows.append(f"| `{cell(name)}` | {default} | {cell(f.metadata['help'])} |")

@@ -7,9 +7,14 @@
 - Train's evaluation flags are eval's with an ``eval-`` prefix and the same meaning
   (``--eval-tasks``, ``--eval-limit``, ``--eval-max-new-tokens``).
 - Booleans are ``--x/--no-x`` switches; every ``--help`` ends with examples (:func:`examples`).
-- An option declared as a dataclass field (``config.option``: train's ``RunOptions``, eval's
-  ``ServedOptions``) is written nowhere else: :func:`with_options` makes a command's flags from
-  the fields, and :func:`options_of` the object from the flags' values.
+- Every option is declared once, a dataclass field (``config.option``) written nowhere else:
+  train's ``RunOptions`` (and its methods' config fields), eval's ``EvalOptions`` and
+  ``ServedOptions``, ``ServeOptions``, ``VerifyOptions``, ``LeaderboardOptions``,
+  ``AuditOptions`` and ``SandboxCheckOptions`` (beside their commands). :func:`with_options`
+  makes a command's flags from the fields, :func:`options_of` the object from the flags'
+  values, ``config.options_table`` the docs table; only positional arguments (``FILE.jsonl``,
+  ``SPEC.yaml``, ``RUN_DIR``) and train's ``--method``, ``--config``, ``--preset`` and
+  ``--set`` are typer parameters of their own.
 """
 
 from __future__ import annotations
@@ -65,12 +70,12 @@ def quiet_accelerator_probe() -> None:
 
 def option_parameters(cls: type) -> list[inspect.Parameter]:
     """The flags of the fields of *cls* (a dataclass declared with ``config.option``), as
-    keyword-only parameters: ``--`` + the name with dashes, the field's help, metavar and
+    keyword-only parameters: the field's flag (``config.field_flag``), help, metavar and
     default; a ``bool`` is a ``--x/--no-x`` switch, a ``tuple[str, ...]`` takes names,
     comma-separated or repeated."""
     import typer
 
-    from dapo_bench.config import flag
+    from dapo_bench.config import field_switch
 
     hints = typing.get_type_hints(cls)
     out = []
@@ -78,7 +83,7 @@ def option_parameters(cls: type) -> list[inspect.Parameter]:
         tp, default = hints[f.name], f.default
         if tp == tuple[str, ...]:
             tp, default = list[str] | None, None
-        name = flag(f.name) + (f"/--no-{flag(f.name)[2:]}" if tp is bool else "")
+        name = field_switch(f, tp)
         info = typer.Option(name, help=f.metadata["help"], metavar=f.metadata.get("metavar"))
         out.append(inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=default,
                                      annotation=Annotated[tp, info]))
@@ -97,9 +102,10 @@ def with_options(command: Callable[..., Any], *classes: type) -> Callable[..., A
 
 def options_of(cls: type, values: dict[str, Any]) -> Any:
     """The *cls* object of its flags' values, by field name (name lists split, deduplicated)."""
-    from dapo_bench.config import flag
+    from dapo_bench.config import field_flag
 
     hints = typing.get_type_hints(cls)
+    fields = {f.name: f for f in dataclasses.fields(cls)}
     return cls(**{
-        name: tuple(split_names(v, flag(name))) if hints[name] == tuple[str, ...] else v
-        for name, v in values.items()})
+        name: tuple(split_names(v, field_flag(fields[name]))) if hints[name] == tuple[str, ...]
+        else v for name, v in values.items()})

@@ -16,7 +16,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from dapo_bench.config import flag, option
+from dapo_bench.config import field_flag, option
 from dapo_bench.errors import UserError
 from dapo_bench.generation.base import Generator, load_generator
 
@@ -50,7 +50,7 @@ class ServedOptions:
 
     def given(self) -> list[str]:
         """The flags given (not None), in the order they are declared."""
-        return [flag(f.name) for f in dataclasses.fields(self) if getattr(self, f.name) is not None]
+        return [field_flag(f) for f in dataclasses.fields(self) if getattr(self, f.name) is not None]
 
     def generator(self, model: str | None) -> Generator:
         """The ``openai`` generator of these options: it asks the server for its models, so a

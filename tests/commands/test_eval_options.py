@@ -6,7 +6,7 @@ written. No model is loaded here."""
 
 import dataclasses
 
-from _eval_cli import assert_docs_table, assert_each_field_in_help, eval_cli, eval_help
+from _command_cli import assert_docs_table, assert_each_field_in_help, eval_cli, eval_help
 from typer.testing import CliRunner
 
 from dapo_bench.commands import eval as eval_command
@@ -23,11 +23,11 @@ class WithKnob(EvalOptions):
 
 
 def test_docs_tasks_md_renders_the_eval_options_table_from_the_fields():
-    assert_docs_table(EvalOptions)
+    assert_docs_table(EvalOptions, "tasks.md")
 
 
 def test_eval_help_shows_each_eval_field_with_its_help_before_the_served_ones():
-    shown = assert_each_field_in_help(EvalOptions)
+    shown = assert_each_field_in_help(EvalOptions, eval_help())
     assert shown.index("--report-to ") < shown.index("--base-url ")
 
 

@@ -6,7 +6,7 @@ added to the class is all of these with nothing else written. No server is start
 import dataclasses
 
 import pytest
-from _eval_cli import assert_docs_table, assert_each_field_in_help, eval_cli, eval_help
+from _command_cli import assert_docs_table, assert_each_field_in_help, eval_cli, eval_help
 from typer.testing import CliRunner
 
 from dapo_bench.config import flag, option, options_table
@@ -23,11 +23,11 @@ class WithKnob(ServedOptions):
 
 
 def test_docs_tasks_md_renders_the_served_options_table_from_the_fields():
-    assert_docs_table(ServedOptions)
+    assert_docs_table(ServedOptions, "tasks.md")
 
 
 def test_eval_help_shows_each_served_field_with_its_help():
-    shown = assert_each_field_in_help(ServedOptions)
+    shown = assert_each_field_in_help(ServedOptions, eval_help())
     assert all(f"{flag(f.name)} <" in shown for f in dataclasses.fields(ServedOptions))  # <type>
 
 
