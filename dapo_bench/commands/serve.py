@@ -2,16 +2,19 @@
 
 Loopback only unless ``--allow-remote`` is given with a non-loopback ``--host``; see
 docs/serve.md for the endpoints, error codes and metrics. SIGTERM (or Ctrl-C) stops
-accepting, finishes the requests in flight, stops the workers; SIGTERM then exits 0.
+accepting, finishes the requests in flight, stops the workers; SIGTERM then exits 0. Its flags
+are the fields of :class:`ServeOptions`, each declared once with its help.
 """
 
 from __future__ import annotations
 
-from typing import Annotated
+from dataclasses import dataclass
+from typing import Any
 
 import typer
 
-from dapo_bench.commands.common import examples
+from dapo_bench.commands.common import examples, options_of, with_options
+from dapo_bench.config import option
 
 EXAMPLES = examples("""
     dapo-bench serve                                  # 127.0.0.1:8000, all cores
@@ -21,31 +24,36 @@ EXAMPLES = examples("""
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
-def register(app: typer.Typer) -> None:
-    @app.command("serve", epilog=EXAMPLES)
-    def serve_cmd(
-        host: Annotated[str, typer.Option(
-            help="address to listen on; other than loopback only with --allow-remote")
-        ] = "127.0.0.1",
-        port: Annotated[int, typer.Option(help="TCP port (0: any free port, printed)")] = 8000,
-        workers: Annotated[int | None, typer.Option(
-            help="verifier worker processes per verifier: N sympy workers and N code-sandbox "
-                 "workers (default: all cores)")] = None,
-        verifier: Annotated[str, typer.Option(
-            help="/get_reward's verifier when neither the request nor the path names one: a "
-                 "registered verifier (math | code), or auto: each label's by its shape (a JSON "
-                 "object or a list of objects: code tests; a string or a number: a math gold)")
-        ] = "auto",
-        timeout: Annotated[float | None, typer.Option(
-            help="seconds per item, as 'dapo-bench verify --timeout' (verifier's default)")
-        ] = None,
-        queue_size: Annotated[int, typer.Option(
-            help="items admitted at once; a request over it gets 429 + Retry-After")] = 4096,
-        max_body_bytes: Annotated[int, typer.Option(
-            help="largest request body; a larger one gets 413")] = 16 << 20,
-        allow_remote: Annotated[bool, typer.Option(
-            help="allow a non-loopback --host (the server has no authentication)")] = False,
-    ) -> None:
+@dataclass(frozen=True)
+class ServeOptions:
+    """``dapo-bench serve``'s flags, each declared once, here, with its help: a flag
+    (:func:`register` makes them from the fields) and a row of docs/serve.md's options table
+    (``config.options_table``; tests/commands/test_command_options.py keeps the two equal)."""
+
+    host: str = option(
+        "127.0.0.1", "address to listen on; other than loopback only with --allow-remote")
+    port: int = option(8000, "TCP port (0: any free port, printed)")
+    workers: int | None = option(
+        None, "verifier worker processes per verifier: N sympy workers and N code-sandbox "
+        "workers (default: all cores)")
+    verifier: str = option(
+        "auto", "/get_reward's verifier when neither the request nor the path names one: a "
+        "registered verifier (math | code), or auto: each label's by its shape (a JSON object "
+        "or a list of objects: code tests; a string or a number: a math gold)")
+    timeout: float | None = option(
+        None, "seconds per item, as 'dapo-bench verify --timeout' (verifier's default)")
+    queue_size: int = option(
+        4096, "items admitted at once; a request over it gets 429 + Retry-After")
+    max_body_bytes: int = option(16 << 20, "largest request body; a larger one gets 413")
+    allow_remote: bool = option(
+        False, "allow a non-loopback --host (the server has no authentication)")
+
+
+def register(app: typer.Typer, option_cls: type = ServeOptions) -> None:
+    """Add ``serve`` to *app*, its flags made from *option_cls*' fields (``ServeOptions``; the
+    tests pass a subclass with a field added)."""
+
+    def serve_cmd(**values: Any) -> None:
         """Serve the verifiers over HTTP: /verify, /get_reward (OpenRLHF), /health, /metrics.
 
         \b
@@ -61,7 +69,10 @@ def register(app: typer.Typer) -> None:
 
         from dapo_bench.errors import UserError
 
-        if host not in LOOPBACK and not allow_remote:
+        o = options_of(option_cls, values)
+        host, port, workers, verifier, timeout = o.host, o.port, o.workers, o.verifier, o.timeout
+        queue_size, max_body_bytes = o.queue_size, o.max_body_bytes
+        if host not in LOOPBACK and not o.allow_remote:
             raise UserError(f"--host {host} is not loopback: the server has no authentication; "
                             "pass --allow-remote to listen there anyway")
         from dapo_bench.verifiers.base import VERIFIERS
@@ -97,6 +108,7 @@ def register(app: typer.Typer) -> None:
         if not server.started:
             raise UserError(f"could not serve on {host}:{port} (see the message above)")
 
+
     def _announce(server) -> None:
         """Print the address once listening (port 0 resolves to the port the OS chose)."""
         import sys
@@ -113,3 +125,5 @@ def register(app: typer.Typer) -> None:
                         sys.stdout.flush()
 
         server.startup = startup_and_say
+
+    app.command("serve", epilog=EXAMPLES)(with_options(serve_cmd, option_cls))

@@ -85,6 +85,12 @@ CASES = [
     ("leaderboard {d}/binary.yaml", "binary.yaml:2: not UTF-8 text"),
     ("leaderboard {d}/spec.yaml --out {d}/A.jsonl", "not a directory"),
     ("leaderboard {d}/nosuch.yaml", "nosuch.yaml: no such file"),
+    # serve: every flag before the server starts
+    ("serve --port 70000", "--port must be in 0..65535, got 70000"),
+    ("serve --workers 0", "--workers must be > 0, got 0"),
+    ("serve --max-body-bytes -1", "--max-body-bytes must be > 0, got -1"),
+    ("serve --verifier nosuch", "--verifier must be auto or one of"),
+    ("serve --host 10.0.0.1", "--host 10.0.0.1 is not loopback"),
     # train: every option before any generation
     ("train --method dapo --budget-flops -1 --out {d}/runs", "--budget-flops must be > 0"),
     ("train --method dapo --set actor.epochs=0 --out {d}/runs", "epochs must be >= 1"),

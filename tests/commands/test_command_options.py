@@ -1,0 +1,84 @@
+"""Each option of ``serve``, ``verify``, ``leaderboard``, ``audit`` and ``sandbox check`` is
+declared once, a field with its help (``ServeOptions`` ... beside each command): the command's
+``--help`` and its docs page's options table are made from the fields, and a field added to
+the class is a flag, a table row and a value the command reads with nothing else written.
+(eval's are tests/commands/test_eval_options.py, train's tests/methods/test_options.py.)
+Nothing is served, verified or rendered here."""
+
+import dataclasses
+import sys
+from collections.abc import Callable
+from typing import NamedTuple
+
+import pytest
+from _command_cli import assert_docs_table, assert_each_field_in_help, command_cli, command_help
+from typer.testing import CliRunner
+
+from dapo_bench.commands import serve
+from dapo_bench.config import option, options_table
+
+
+class Command(NamedTuple):
+    register: Callable[..., None]
+    path: tuple[str, ...]
+    cls: type
+    doc: str  # the docs page (under docs/) that holds the class's options table
+    args: tuple[str, ...] = ()  # the positional arguments it needs
+
+
+COMMANDS = [
+    Command(serve.register, ("serve",), serve.ServeOptions, "serve.md"),
+]
+IDS = [c.cls.__name__ for c in COMMANDS]
+
+
+def with_knob(cls: type) -> type:
+    """*cls* with a field added."""
+    return dataclasses.make_dataclass(
+        f"{cls.__name__}WithKnob",
+        [("warp_factor", int, option(3, "how far to warp (a new knob)", metavar="N"))],
+        bases=(cls,), frozen=True)
+
+
+@pytest.mark.parametrize("cmd", COMMANDS, ids=IDS)
+def test_the_docs_page_renders_the_options_table_from_the_fields(cmd):
+    assert_docs_table(cmd.cls, cmd.doc)
+
+
+@pytest.mark.parametrize("cmd", COMMANDS, ids=IDS)
+def test_help_shows_each_field_with_its_help(cmd):
+    assert_each_field_in_help(cmd.cls, command_help(cmd.register, cmd.path))
+
+
+class _Reached(Exception):
+    pass
+
+
+@pytest.mark.parametrize("cmd", COMMANDS, ids=IDS)
+def test_a_field_added_once_is_a_flag_a_table_row_and_a_value(cmd, monkeypatch):
+    knob = with_knob(cmd.cls)
+    assert "--warp-factor N how far to warp (a new knob) [default: 3]" in command_help(
+        cmd.register, cmd.path, knob)
+    assert "| `--warp-factor N` | `3` | how far to warp (a new knob) |" in options_table(knob)
+    made = []
+
+    def recorded(cls, values):  # the options object the command made, then stop
+        made.append(options_of(cls, values))
+        raise _Reached
+
+    module = sys.modules[cmd.register.__module__]
+    options_of = module.options_of
+    monkeypatch.setattr(module, "options_of", recorded)
+    res = CliRunner().invoke(command_cli(cmd.register, knob),
+                             [*cmd.path, *cmd.args, "--warp-factor", "9"])
+    assert isinstance(res.exception, _Reached), res.output
+    assert made == [knob(warp_factor=9)]
+
+
+def test_the_flags_keep_their_spelling_and_defaults():
+    shown = {c.cls.__name__: command_help(c.register, c.path) for c in COMMANDS}
+    for name, text in (
+            ("ServeOptions", "--allow-remote / --no-allow-remote"),
+            ("ServeOptions", "[default: 127.0.0.1]"), ("ServeOptions", "[default: 16777216]"),
+            ("ServeOptions", "--port <int>"), ("ServeOptions", "--timeout <float>")):
+        assert text in shown[name], (name, text)
