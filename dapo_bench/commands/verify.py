@@ -10,6 +10,8 @@ and with ``--explain`` the line also says how it was found (``answer_from``) and
 decided (``rule``). A line may carry ``finish_reason`` (``stop`` or ``length``, as an eval's
 samples do): a ``length`` response was cut off at the token cap and is credited only for a
 boxed answer or one after an answer phrase (reason ``truncated`` otherwise).
+
+Its flags are the fields of :class:`VerifyOptions`, each declared once with its help.
 """
 
 from __future__ import annotations
@@ -18,12 +20,14 @@ import json
 import sys
 import time
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
-from dapo_bench.commands.common import examples
+from dapo_bench.commands.common import examples, options_of, with_options
+from dapo_bench.config import option
 
 EXAMPLES = examples("""
     dapo-bench verify preds.jsonl                     # math: fields prediction, gold
@@ -31,26 +35,34 @@ EXAMPLES = examples("""
     dapo-bench verify programs.jsonl --verifier code --workers 2
 """)
 
-def register(app: typer.Typer) -> None:
-    @app.command("verify", epilog=EXAMPLES)
+
+@dataclass(frozen=True)
+class VerifyOptions:
+    """``dapo-bench verify``'s flags (``FILE.jsonl`` is its argument), each declared once, here,
+    with its help: a flag (:func:`register` makes them from the fields) and a row of
+    docs/math-verifier.md's options table (``config.options_table``;
+    tests/commands/test_command_options.py keeps the two equal)."""
+
+    verifier: str = option("math", "a registered verifier: math | code (see 'dapo-bench list')")
+    prediction_field: str | None = option(
+        None, "field holding the prediction (the verifier's: math 'prediction', code 'program')")
+    gold_field: str | None = option(
+        None, "field holding the gold (the verifier's: math 'gold', code 'tests')")
+    # option() makes a field whose default is the value given: ruff cannot tell from a Path
+    out: Path | None = option(None, "write JSONL here (default: stdout)")  # noqa: RUF009
+    timeout: float | None = option(None, "seconds per item (verifier's default)")
+    workers: int | None = option(None, "worker processes (default: all cores)")
+    explain: bool = option(False, "math: add how the answer was found and which rule decided")
+
+
+def register(app: typer.Typer, option_cls: type = VerifyOptions) -> None:
+    """Add ``verify`` to *app*, its flags made from *option_cls*' fields (``VerifyOptions``;
+    the tests pass a subclass with a field added)."""
+
     def verify_cmd(
         file: Annotated[Path, typer.Argument(
             metavar="FILE.jsonl", help="JSONL input, one object a line")],
-        verifier: Annotated[
-            str, typer.Option(help="a registered verifier: math | code (see 'dapo-bench list')")
-        ] = "math",
-        prediction_field: Annotated[str | None, typer.Option(
-            help="field holding the prediction (the verifier's: math 'prediction', code "
-                 "'program')")] = None,
-        gold_field: Annotated[str | None, typer.Option(
-            help="field holding the gold (the verifier's: math 'gold', code 'tests')")] = None,
-        out: Annotated[Path | None, typer.Option(help="write JSONL here (default: stdout)")] = None,
-        timeout: Annotated[float | None, typer.Option(
-            help="seconds per item (verifier's default)")] = None,
-        workers: Annotated[int | None, typer.Option(
-            help="worker processes (default: all cores)")] = None,
-        explain: Annotated[bool, typer.Option(
-            help="math: add how the answer was found and which rule decided")] = False,
+        **values: Any,
     ) -> None:
         """Verify predictions against gold answers (math) or tests (code)."""
         from dapo_bench.errors import UserError
@@ -58,8 +70,10 @@ def register(app: typer.Typer) -> None:
         from dapo_bench.serve.rows import check_item, verdict_row
         from dapo_bench.verifiers.base import VERIFIERS
 
+        o = options_of(option_cls, values)
+        verifier, timeout, workers, out = o.verifier, o.timeout, o.workers, o.out
         cls = VERIFIERS.get(verifier)
-        pf, gf = prediction_field or cls.fields[0], gold_field or cls.fields[1]
+        pf, gf = o.prediction_field or cls.fields[0], o.gold_field or cls.fields[1]
         for flag, val in (("--timeout", timeout), ("--workers", workers)):
             if val is not None and val <= 0:
                 raise UserError(f"{flag} must be > 0, got {val:g}")
@@ -79,7 +93,7 @@ def register(app: typer.Typer) -> None:
         finally:
             v.close()
         wall = time.perf_counter() - t0
-        out_rows = [verdict_row(i, vd, explain) for i, vd in enumerate(verdicts)]
+        out_rows = [verdict_row(i, vd, o.explain) for i, vd in enumerate(verdicts)]
         if out is not None:
             atomic_write_jsonl(out, out_rows)
         else:
@@ -98,3 +112,5 @@ def register(app: typer.Typer) -> None:
         lines = [f"{name} verifier: {passed}/{n} passed in {wall:.2f}s",
                  *(f"  {r:<{width}}  {c:>5}" for r, c in rows)]
         sys.stderr.write("\n".join(lines) + "\n")
+
+    app.command("verify", epilog=EXAMPLES)(with_options(verify_cmd, option_cls))

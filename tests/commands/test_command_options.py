@@ -14,7 +14,7 @@ import pytest
 from _command_cli import assert_docs_table, assert_each_field_in_help, command_cli, command_help
 from typer.testing import CliRunner
 
-from dapo_bench.commands import serve
+from dapo_bench.commands import serve, verify
 from dapo_bench.config import option, options_table
 
 
@@ -28,6 +28,8 @@ class Command(NamedTuple):
 
 COMMANDS = [
     Command(serve.register, ("serve",), serve.ServeOptions, "serve.md"),
+    Command(verify.register, ("verify",), verify.VerifyOptions, "math-verifier.md",
+            ("x.jsonl",)),
 ]
 IDS = [c.cls.__name__ for c in COMMANDS]
 
@@ -80,5 +82,8 @@ def test_the_flags_keep_their_spelling_and_defaults():
     for name, text in (
             ("ServeOptions", "--allow-remote / --no-allow-remote"),
             ("ServeOptions", "[default: 127.0.0.1]"), ("ServeOptions", "[default: 16777216]"),
-            ("ServeOptions", "--port <int>"), ("ServeOptions", "--timeout <float>")):
+            ("ServeOptions", "--port <int>"), ("ServeOptions", "--timeout <float>"),
+            ("VerifyOptions", "verify [OPTIONS] {FILE.jsonl}"),
+            ("VerifyOptions", "FILE.jsonl <path> JSONL input, one object a line [required]"),
+            ("VerifyOptions", "--explain / --no-explain"), ("VerifyOptions", "[default: math]")):
         assert text in shown[name], (name, text)
