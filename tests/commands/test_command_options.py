@@ -14,7 +14,7 @@ import pytest
 from _command_cli import assert_docs_table, assert_each_field_in_help, command_cli, command_help
 from typer.testing import CliRunner
 
-from dapo_bench.commands import serve, verify
+from dapo_bench.commands import leaderboard, serve, verify
 from dapo_bench.config import option, options_table
 
 
@@ -30,6 +30,8 @@ COMMANDS = [
     Command(serve.register, ("serve",), serve.ServeOptions, "serve.md"),
     Command(verify.register, ("verify",), verify.VerifyOptions, "math-verifier.md",
             ("x.jsonl",)),
+    Command(leaderboard.register, ("leaderboard",), leaderboard.LeaderboardOptions,
+            "leaderboards.md"),
 ]
 IDS = [c.cls.__name__ for c in COMMANDS]
 
@@ -85,5 +87,8 @@ def test_the_flags_keep_their_spelling_and_defaults():
             ("ServeOptions", "--port <int>"), ("ServeOptions", "--timeout <float>"),
             ("VerifyOptions", "verify [OPTIONS] {FILE.jsonl}"),
             ("VerifyOptions", "FILE.jsonl <path> JSONL input, one object a line [required]"),
-            ("VerifyOptions", "--explain / --no-explain"), ("VerifyOptions", "[default: math]")):
+            ("VerifyOptions", "--explain / --no-explain"), ("VerifyOptions", "[default: math]"),
+            ("LeaderboardOptions", "leaderboard [OPTIONS] [SPEC.yaml]..."),
+            ("LeaderboardOptions", "--plots / --no-plots draw the PNG plots [default: plots]"),
+            ("LeaderboardOptions", "--runs <path>")):
         assert text in shown[name], (name, text)
