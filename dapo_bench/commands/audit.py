@@ -1,33 +1,48 @@
 """``dapo-bench audit RUN_DIR``: is every state and action a DAPO run scored the model's own
 token ids? Prints the share per iteration and the run's truncation counts; exit status 1 unless
-every scored item is exact (see ``dapo_bench.methods.dapo.audit``)."""
+every scored item is exact (see ``dapo_bench.methods.dapo.audit``). Its flags are the fields of
+:class:`AuditOptions`, each declared once with its help."""
 
 from __future__ import annotations
 
 import json
 import sys
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
-from dapo_bench.commands.common import examples
+from dapo_bench.commands.common import examples, options_of, with_options
+from dapo_bench.config import option
 
 EXAMPLES = examples("""
     dapo-bench audit runs/RUN_ID                       # a table; exit 1 unless all exact
     dapo-bench audit runs/RUN_ID --json --no-reencode
 """)
 
-def register(app: typer.Typer) -> None:
-    @app.command("audit", epilog=EXAMPLES)
+
+@dataclass(frozen=True)
+class AuditOptions:
+    """``dapo-bench audit``'s flags (``RUN_DIR`` is its argument), each declared once, here,
+    with its help: a flag (:func:`register` makes them from the fields) and a row of
+    docs/training.md's audit options table (``config.options_table``;
+    tests/commands/test_command_options.py keeps the two equal)."""
+
+    as_json: bool = option(False, "print JSON, not a table", flag="--json")
+    reencode: bool = option(
+        True, "also count actions that re-encoding their text would change (loads the run's "
+        "tokenizer)")
+
+
+def register(app: typer.Typer, option_cls: type = AuditOptions) -> None:
+    """Add ``audit`` to *app*, its flags made from *option_cls*' fields (``AuditOptions``; the
+    tests pass a subclass with a field added)."""
+
     def audit_cmd(
         run_dir: Annotated[Path, typer.Argument(
             metavar="RUN_DIR", help="a DAPO run directory (runs/<id>)")],
-        as_json: Annotated[bool, typer.Option(
-            "--json/--no-json", help="print JSON, not a table")] = False,
-        reencode: Annotated[bool, typer.Option(
-            help="also count actions that re-encoding their text would change (loads the "
-                 "run's tokenizer)")] = True,
+        **values: Any,
     ) -> None:
         """Check a DAPO run's artifacts for token exactness and report its truncations."""
         from rich.console import Console
@@ -37,15 +52,16 @@ def register(app: typer.Typer) -> None:
         from dapo_bench.io import read_json
         from dapo_bench.methods.dapo.audit import audit_run
 
+        o = options_of(option_cls, values)
         if not run_dir.is_dir():
             raise UserError(f"{run_dir}: no such run directory")
         tok = None
-        if reencode and (run_dir / "config.json").is_file():
+        if o.reencode and (run_dir / "config.json").is_file():
             from dapo_bench.models import load_tokenizer
 
             tok = load_tokenizer(read_json(run_dir / "config.json")["options"]["model"])
         rep = audit_run(run_dir, tok)
-        if as_json:
+        if o.as_json:
             sys.stdout.write(json.dumps(rep, sort_keys=True) + "\n")
         else:
             t = Table(title=f"token exactness of {run_dir}", title_justify="left")
@@ -63,3 +79,5 @@ def register(app: typer.Typer) -> None:
             for stage, c in sorted(rep["counts"].items()):
                 console.print(f"  {stage}: " + ", ".join(f"{k} {v}" for k, v in sorted(c.items())))
         raise typer.Exit(0 if rep["exact"] == rep["items"] else 1)
+
+    app.command("audit", epilog=EXAMPLES)(with_options(audit_cmd, option_cls))

@@ -91,6 +91,7 @@ CASES = [
     ("serve --max-body-bytes -1", "--max-body-bytes must be > 0, got -1"),
     ("serve --verifier nosuch", "--verifier must be auto or one of"),
     ("serve --host 10.0.0.1", "--host 10.0.0.1 is not loopback"),
+    ("audit {d}/nosuch --json", "{d}/nosuch: no such run directory"),
     # train: every option before any generation
     ("train --method dapo --budget-flops -1 --out {d}/runs", "--budget-flops must be > 0"),
     ("train --method dapo --set actor.epochs=0 --out {d}/runs", "epochs must be >= 1"),

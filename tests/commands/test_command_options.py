@@ -14,7 +14,7 @@ import pytest
 from _command_cli import assert_docs_table, assert_each_field_in_help, command_cli, command_help
 from typer.testing import CliRunner
 
-from dapo_bench.commands import leaderboard, serve, verify
+from dapo_bench.commands import audit, leaderboard, sandbox, serve, verify
 from dapo_bench.config import option, options_table
 
 
@@ -32,6 +32,9 @@ COMMANDS = [
             ("x.jsonl",)),
     Command(leaderboard.register, ("leaderboard",), leaderboard.LeaderboardOptions,
             "leaderboards.md"),
+    Command(audit.register, ("audit",), audit.AuditOptions, "training.md", ("runs/x",)),
+    Command(sandbox.register, ("sandbox", "check"), sandbox.SandboxCheckOptions,
+            "code-sandbox.md"),
 ]
 IDS = [c.cls.__name__ for c in COMMANDS]
 
@@ -90,5 +93,8 @@ def test_the_flags_keep_their_spelling_and_defaults():
             ("VerifyOptions", "--explain / --no-explain"), ("VerifyOptions", "[default: math]"),
             ("LeaderboardOptions", "leaderboard [OPTIONS] [SPEC.yaml]..."),
             ("LeaderboardOptions", "--plots / --no-plots draw the PNG plots [default: plots]"),
-            ("LeaderboardOptions", "--runs <path>")):
+            ("LeaderboardOptions", "--runs <path>"),
+            ("AuditOptions", "--json / --no-json print JSON, not a table [default: no-json]"),
+            ("AuditOptions", "--reencode / --no-reencode"), ("AuditOptions", "[default: reencode]"),
+            ("SandboxCheckOptions", "--json / --no-json print JSON instead of a table")):
         assert text in shown[name], (name, text)
