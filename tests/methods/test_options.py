@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 import typer
+from _command_cli import assert_docs_table, assert_each_field_in_help, command_cli, command_help
 from typer.testing import CliRunner
 
 from dapo_bench.commands import train as train_command
@@ -24,20 +25,12 @@ from dapo_bench.methods.options import RunOptions, flag, option, options_table
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "training.md"
 
 
-def _help(app: typer.Typer) -> str:
-    out = CliRunner().invoke(app, ["train", "--help"], terminal_width=200).output
-    return re.sub(r"\s+", " ", out)
-
-
 def _app(option_cls: type = RunOptions) -> typer.Typer:
-    app = typer.Typer(rich_markup_mode=None, pretty_exceptions_enable=False)  # as the CLI's
-    train_command.register(app, option_cls)
+    return command_cli(train_command.register, option_cls)
 
-    @app.command("other")  # two commands, so that typer keeps "train" as a sub-command
-    def other() -> None:
-        pass
 
-    return app
+def _help(option_cls: type = RunOptions) -> str:
+    return command_help(train_command.register, ["train"], option_cls)
 
 
 def _docs_table(marker: str) -> str:
@@ -48,9 +41,7 @@ def _docs_table(marker: str) -> str:
 
 
 def test_the_docs_table_is_the_one_the_fields_make():
-    assert _docs_table("options") == options_table(RunOptions), (
-        "docs/training.md's options table differs from RunOptions: regenerate it with "
-        "dapo_bench.config.options_table(RunOptions)")
+    assert_docs_table(RunOptions, "training.md")
 
 
 def test_the_docs_method_flags_table_is_the_one_the_registrations_make():
@@ -60,11 +51,7 @@ def test_the_docs_method_flags_table_is_the_one_the_registrations_make():
 
 
 def test_every_field_is_a_flag_with_its_help():
-    text = _help(_app())
-    for f in dataclasses.fields(RunOptions):
-        assert f.metadata.get("help"), f"RunOptions.{f.name} has no help"
-        assert flag(f.name) in text, f.name
-        assert re.sub(r"\s+", " ", f.metadata["help"]) in text, f.name
+    assert_each_field_in_help(RunOptions, _help())
 
 
 class _Knob(Exception):
@@ -76,8 +63,8 @@ def test_a_field_added_once_is_a_flag_in_help_in_the_table_and_in_the_options(mo
     class WithKnob(RunOptions):
         frobnicate: int = option(3, "how hard to frobnicate (a new knob)", metavar="N")
 
-    assert "--frobnicate N" in _help(_app(WithKnob))
-    assert "how hard to frobnicate (a new knob) [default: 3]" in _help(_app(WithKnob))
+    assert "--frobnicate N" in _help(WithKnob)
+    assert "how hard to frobnicate (a new knob) [default: 3]" in _help(WithKnob)
     assert "| `--frobnicate N` | `3` | how hard to frobnicate (a new knob) |" in options_table(
         WithKnob)
     seen = []
@@ -100,7 +87,7 @@ def test_a_field_added_once_is_a_flag_in_help_in_the_table_and_in_the_options(mo
 
 
 def test_every_method_flag_is_in_help_with_the_methods_that_take_it():
-    text = _help(_app())
+    text = _help()
     flags = 0
     for e in METHODS:
         helps = {f.name: f.metadata.get("help") for f in dataclasses.fields(e.obj.config_cls)}
@@ -156,7 +143,7 @@ def test_a_flag_registered_once_is_in_help_in_the_table_and_refused_by_other_met
 
     register_method("knob", config=KnobConfig, presets={"default": {}}, help="a test method",
                     flags=("frobnicate", "beta"))(lambda ctx, cfg: None)
-    text = _help(_app())
+    text = _help()
     assert "--frobnicate N knob only: how hard to frobnicate (a new knob)" in text
     assert "--beta F dapo, knob only: KL weight" in text  # the first method's help
     table = options_table(method_flags())
