@@ -14,7 +14,9 @@
   makes a command's flags from the fields, :func:`options_of` the object from the flags'
   values, ``config.options_table`` the docs table; only positional arguments (``FILE.jsonl``,
   ``SPEC.yaml``, ``RUN_DIR``) and train's ``--method``, ``--config``, ``--preset`` and
-  ``--set`` are typer parameters of their own.
+  ``--set`` are typer parameters of their own (tests/commands/test_command_options.py fails
+  on any other flag written by hand). A field whose name cannot be its flag names it:
+  ``option(False, ..., flag="--json")``.
 """
 
 from __future__ import annotations

@@ -11,11 +11,17 @@ from collections.abc import Callable
 from typing import NamedTuple
 
 import pytest
+import typer.main
 from _command_cli import assert_docs_table, assert_each_field_in_help, command_cli, command_help
 from typer.testing import CliRunner
 
+from dapo_bench.cli import app
 from dapo_bench.commands import audit, leaderboard, sandbox, serve, verify
-from dapo_bench.config import option, options_table
+from dapo_bench.commands.eval import EvalOptions
+from dapo_bench.config import field_flag, option, options_table
+from dapo_bench.generation.openai_options import ServedOptions
+from dapo_bench.methods.base import method_flags
+from dapo_bench.methods.options import RunOptions
 
 
 class Command(NamedTuple):
@@ -98,3 +104,27 @@ def test_the_flags_keep_their_spelling_and_defaults():
             ("AuditOptions", "--reencode / --no-reencode"), ("AuditOptions", "[default: reencode]"),
             ("SandboxCheckOptions", "--json / --no-json print JSON instead of a table")):
         assert text in shown[name], (name, text)
+
+
+# the flags that are no field: train's, which pick the method and its config
+OWN_FLAGS = {("train",): {"--method", "--config", "--preset", "--set"}}
+
+
+def test_every_flag_of_the_cli_is_a_field_of_its_commands_option_classes():
+    """A flag written by hand as a typer.Option (not a field) fails here."""
+    classes = {c.path: (c.cls,) for c in COMMANDS}
+    classes |= {("eval",): (EvalOptions, ServedOptions), ("train",): (RunOptions, method_flags()),
+                ("list",): ()}
+    seen = set()
+
+    def walk(cmd, path):
+        for name, sub in getattr(cmd, "commands", {}).items():
+            walk(sub, (*path, name))
+        if getattr(cmd, "commands", None) is None:
+            fields = {field_flag(f) for cls in classes[path] for f in dataclasses.fields(cls)}
+            flags = {p.opts[0] for p in cmd.params if p.param_type_name == "option"}
+            assert flags == fields | OWN_FLAGS.get(path, set()), path
+            seen.add(path)
+
+    walk(typer.main.get_command(app), ())
+    assert seen == set(classes)
