@@ -6,8 +6,10 @@ the class is a flag, a table row and a value the command reads with nothing else
 Nothing is served, verified or rendered here."""
 
 import dataclasses
+import re
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import NamedTuple
 
 import pytest
@@ -128,3 +130,22 @@ def test_every_flag_of_the_cli_is_a_field_of_its_commands_option_classes():
 
     walk(typer.main.get_command(app), ())
     assert seen == set(classes)
+
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+
+def test_the_readme_names_only_flags_its_commands_have():
+    """README's command table lists flags by hand (a summary, not every flag): each flag it
+    names is a flag of that command in the built CLI."""
+    top = typer.main.get_command(app)
+    rows = re.findall(r"^\| `dapo-bench ([^`]*)`", README.read_text(), re.MULTILINE)
+    assert len(rows) >= 7, rows
+    for row in rows:
+        words = row.split()
+        cmd = top.commands[words[0]]
+        if hasattr(cmd, "commands"):  # a group: its sub-command is the next word
+            cmd = cmd.commands[words[1]]
+        have = {o for p in cmd.params for o in (*p.opts, *p.secondary_opts)}
+        named = set(re.findall(r"--[a-z][a-z0-9-]*", row))
+        assert named <= have, (words[0], sorted(named - have))
