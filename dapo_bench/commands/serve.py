@@ -108,7 +108,6 @@ def register(app: typer.Typer, option_cls: type = ServeOptions) -> None:
         if not server.started:
             raise UserError(f"could not serve on {host}:{port} (see the message above)")
 
-
     def _announce(server) -> None:
         """Print the address once listening (port 0 resolves to the port the OS chose)."""
         import sys
